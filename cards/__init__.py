@@ -1,0 +1,25 @@
+"""Attachment cards: a one-line description of a file that stands in for its content.
+
+>>> from cards import card_for
+>>> card = card_for("report.pdf")
+>>> card.render()   # one escaped line: name, path, type, size, facts, tools
+>>> card.to_dict()  # name, path, mime, kind, size, facts, tools, warnings
+"""
+
+from ._card import TOOLS_BY_KIND, Card, card_for, human_size, pdf_facts, quote
+from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
+from ._pdf import PdfFacts
+
+__all__ = [
+    "Card",
+    "CardError",
+    "FileMissingError",
+    "FileUnreadableError",
+    "NotARegularFileError",
+    "PdfFacts",
+    "TOOLS_BY_KIND",
+    "card_for",
+    "human_size",
+    "pdf_facts",
+    "quote",
+]

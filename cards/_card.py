@@ -1,0 +1,255 @@
+"""The card: one line of metadata that stands in for a file's content."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._archive import zip_entries
+from ._detect import HEAD_BYTES, Kind, kind_of, sniff
+from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
+from ._image import image_facts
+from ._pdf import PdfFacts, probe_pdf
+from ._text import text_facts
+
+__all__ = ["TOOLS_BY_KIND", "Card", "card_for", "human_size", "pdf_facts", "quote"]
+
+TOOLS_BY_KIND: Mapping[str, tuple[str, ...]] = {
+    "pdf": ("pdf_info", "pdf_search", "pdf_read"),
+    "text": ("file_read", "file_search"),
+    "image": ("image_view",),
+}
+_ZIP_CONTAINERS = ("archive", "document")
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+@dataclass(frozen=True)
+class Card:
+    """Metadata of one file. Build it with `card_for`; show it with `render`."""
+
+    name: str
+    path: str
+    mime: str
+    kind: Kind
+    size: int
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A detached, JSON-ready dict with keys name, path, mime, kind, size, facts, tools,
+        warnings."""
+        return {
+            "name": self.name,
+            "path": self.path,
+            "mime": self.mime,
+            "kind": self.kind,
+            "size": self.size,
+            "facts": copy.deepcopy(dict(self.facts)),
+            "tools": list(self.tools),
+            "warnings": list(self.warnings),
+        }
+
+    def render(self) -> str:
+        """One deterministic line. Every file-derived string is quoted and escaped, so no name,
+        title or warning can break out of the card or start a new line."""
+        parts = [
+            f"[attachment] name={quote(self.name)}",
+            f"path={quote(self.path)}",
+            f"type={quote(self.mime)}",
+            f"size={human_size(self.size)} ({self.size:,} bytes)",
+        ]
+        parts += _render_facts(self.kind, self.facts)
+        if self.tools:
+            parts.append("read with: " + ", ".join(self.tools))
+        else:
+            parts.append("no tool reads this kind of file")
+        if self.warnings:
+            parts.append("warnings: " + "; ".join(quote(w) for w in self.warnings))
+        return " | ".join(parts)
+
+
+def card_for(path: str | os.PathLike[str], *, name: str | None = None) -> Card:
+    """Build the card of the regular file at ``path``.
+
+    Args:
+        path: the file; symlinks and ``..`` are resolved, the card shows the absolute path.
+        name: the name to show instead of the file's own (for example an attachment's
+            original name when the bytes are stored under a content hash).
+
+    Raises:
+        FileMissingError: nothing is at ``path``.
+        NotARegularFileError: ``path`` is a directory, FIFO, socket or device.
+        FileUnreadableError: the file cannot be opened or read.
+    """
+    with _open_regular(path) as (fd, size, absolute):
+        return _build(fd, size, absolute, name if name is not None else os.path.basename(absolute))
+
+
+def pdf_facts(path: str | os.PathLike[str]) -> PdfFacts:
+    """Page count, encryption, version and title of a PDF, read lazily from its xref.
+
+    Raises the same path errors as `card_for`; problems inside the file become warnings.
+    """
+    with _open_regular(path) as (fd, size, _):
+        return probe_pdf(fd, size)
+
+
+@contextlib.contextmanager
+def _open_regular(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, str]]:
+    raw = os.fspath(path)
+    if not isinstance(raw, str):
+        raise TypeError(f"path must be str or os.PathLike[str], got {type(raw).__name__}")
+    if "\x00" in raw:
+        raise FileMissingError(
+            f"path {raw!r} contains a NUL byte; no file has such a name", path=raw
+        )
+    absolute = os.path.realpath(raw)
+    # stat first: opening a FIFO or a device can block or have side effects.
+    try:
+        before = os.stat(absolute)
+    except FileNotFoundError:
+        raise FileMissingError(
+            f"no file at {absolute!r}: check the path (given as {raw!r})", path=absolute
+        ) from None
+    except OSError as exc:
+        raise FileUnreadableError(
+            f"cannot stat {absolute!r}: {exc.strerror}", path=absolute
+        ) from None
+    _require_regular(before, absolute)
+    try:
+        fd = os.open(absolute, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise FileMissingError(
+            f"{absolute!r} disappeared while being read", path=absolute
+        ) from None
+    except OSError as exc:
+        raise FileUnreadableError(
+            f"cannot open {absolute!r}: {exc.strerror}; check its permissions", path=absolute
+        ) from None
+    try:
+        st = os.fstat(fd)
+        _require_regular(st, absolute)  # the path may have been swapped since the stat
+        yield fd, st.st_size, absolute
+    except OSError as exc:
+        raise FileUnreadableError(
+            f"cannot read {absolute!r}: {exc.strerror}", path=absolute
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def _require_regular(st: os.stat_result, path: str) -> None:
+    if stat.S_ISREG(st.st_mode):
+        return
+    what = (
+        "a directory"
+        if stat.S_ISDIR(st.st_mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(st.st_mode)
+        else "a socket"
+        if stat.S_ISSOCK(st.st_mode)
+        else "a device"
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+        else "not a regular file"
+    )
+    raise NotARegularFileError(f"{path!r} is {what}; cards describe regular files only", path=path)
+
+
+def _build(fd: int, size: int, path: str, name: str) -> Card:
+    head = os.pread(fd, HEAD_BYTES, 0)
+    mime, charset = sniff(head)
+    kind = kind_of(mime)
+    facts: dict[str, Any] = {}
+    notes: list[str] = []
+    if kind == "pdf":
+        pdf = probe_pdf(fd, size)
+        facts = {"pages": pdf.pages, "encrypted": pdf.encrypted, "version": pdf.version}
+        if pdf.title is not None:
+            facts["title"] = pdf.title
+        notes += pdf.warnings
+    elif kind == "image":
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            facts, notes = image_facts(stream, size)
+    elif kind == "text":
+        facts = text_facts(fd, size, charset)
+    if kind in _ZIP_CONTAINERS and head.startswith(b"PK"):
+        entries = zip_entries(fd, size)
+        if entries is None:
+            notes.append("zip central directory not found; the archive may be truncated")
+        facts["entries"] = entries
+    return Card(
+        name=name,
+        path=path,
+        mime=mime,
+        kind=kind,
+        size=size,
+        facts=facts,
+        tools=TOOLS_BY_KIND.get(kind, ()),
+        warnings=tuple(notes),
+    )
+
+
+def _render_facts(kind: str, facts: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    if kind == "pdf":
+        pages = facts.get("pages")
+        out.append(f"pages={pages}" if pages is not None else "pages=unknown")
+        if facts.get("version"):
+            out.append(f"pdf_version={quote(str(facts['version']))}")
+        if facts.get("encrypted"):
+            out.append("encrypted")
+        if facts.get("title"):
+            out.append(f"title={quote(str(facts['title']), limit=200)}")
+    elif kind == "image" and "width" in facts:
+        out.append(f"{facts['width']}x{facts['height']} {quote(str(facts['format']))}")
+        if "frames" in facts:
+            out.append(f"frames={facts['frames']}")
+    elif kind == "text":
+        out.append(f"encoding={quote(str(facts.get('encoding') or 'unknown'))}")
+        if "lines" in facts:
+            out.append(f"lines={facts['lines']:,}")
+    if "entries" in facts:
+        entries = facts["entries"]
+        out.append(f"entries={entries}" if entries is not None else "entries=unknown")
+    return out
+
+
+def human_size(n: int) -> str:
+    """Binary units with one decimal, independent of locale: ``4.4 MiB``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        if value < 1024 or unit == "PiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+_SAFE_PUNCTUATION = set("<>&`")
+
+
+def quote(text: str, *, limit: int | None = None) -> str:
+    """A double-quoted string where quotes, backslashes, markup characters and anything
+    unprintable (newlines, controls, bidi overrides) are escaped as ``\\uXXXX``."""
+    cut = ""
+    if limit is not None and len(text) > limit:
+        cut = f"...(+{len(text) - limit} chars)"
+        text = text[:limit]
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in _SAFE_PUNCTUATION or not ch.isprintable():
+            code = ord(ch)
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out) + cut

@@ -1,0 +1,310 @@
+"""A small, bounded parser for the PDF object syntax (ISO 32000-1 section 7.3).
+
+It parses one object from a byte window. It raises `Incomplete` when the object runs past the
+window, so the caller can read more, and `Broken` when the bytes are not valid PDF. Nothing
+here trusts the input: nesting depth and string sizes are capped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple, TypeAlias
+
+MAX_DEPTH = 64  # nesting of arrays and dictionaries
+
+__all__ = [
+    "MAX_DEPTH",
+    "Broken",
+    "Incomplete",
+    "Name",
+    "NeedsPassword",
+    "Parser",
+    "PdfObject",
+    "PlainArray",
+    "Ref",
+    "Stream",
+    "as_list",
+]
+
+
+class Broken(Exception):
+    """The bytes are not what the PDF structure promises; the message says what and where."""
+
+
+class NeedsPassword(Broken):
+    """The object sits in an encrypted stream; no amount of recovery reads it."""
+
+
+class Incomplete(Exception):
+    """The object continues past the end of the window."""
+
+
+class Ref(NamedTuple):
+    num: int
+    gen: int
+
+
+class Name(str):
+    """A PDF name such as ``/Pages``, stored without the slash."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """A stream object: its dictionary and the file offset where its data starts."""
+
+    dict: dict[str, PdfObject]
+    data_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlainArray:
+    """A long array of numbers and references, kept as text until someone needs its items.
+
+    Page-tree roots often hold thousands of kids; the page count never needs them.
+    """
+
+    raw: bytes
+
+    def items(self) -> list[PdfObject]:
+        return Parser(self.raw, 0, at_eof=True)._items(0)
+
+
+PdfObject: TypeAlias = (
+    bool
+    | int
+    | float
+    | bytes
+    | Name
+    | Ref
+    | list["PdfObject"]
+    | dict[str, "PdfObject"]
+    | Stream
+    | PlainArray
+    | None
+)
+
+
+def as_list(value: PdfObject) -> list[PdfObject] | None:
+    """The items of an array, lazy or not; None for anything else."""
+    if isinstance(value, PlainArray):
+        return value.items()
+    return value if isinstance(value, list) else None
+
+
+_SKIP = re.compile(rb"(?:[ \t\n\r\f\x00]+|%[^\r\n]*)*")
+_NUMBER = re.compile(rb"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_REF_TAIL = re.compile(rb"[ \t\n\r\f\x00]+(\d+)[ \t\n\r\f\x00]+R(?![^ \t\n\r\f\x00()<>\[\]{}/%])")
+_NAME = re.compile(rb"/([^ \t\n\r\f\x00()<>\[\]{}/%]*)")
+_KEYWORD = re.compile(rb"[A-Za-z]+")
+_PLAIN_ARRAY = re.compile(rb"\[[0-9 \t\n\r\f\x00R.+-]*")
+_LAZY_ARRAY_BYTES = 256
+_HEX = re.compile(rb"<([0-9A-Fa-f \t\n\r\f\x00]*)>")
+_NAME_ESCAPE = re.compile(rb"#([0-9A-Fa-f]{2})")
+_STRING_SPECIAL = re.compile(rb"[()\\]")
+_ESCAPES = {
+    ord("n"): b"\n",
+    ord("r"): b"\r",
+    ord("t"): b"\t",
+    ord("b"): b"\b",
+    ord("f"): b"\f",
+    ord("("): b"(",
+    ord(")"): b")",
+    ord("\\"): b"\\",
+}
+# A reference like "12 0 R" needs this many bytes after the first number to be told apart
+# from a plain integer; closer to the window's end we ask for more bytes.
+_REF_LOOKAHEAD = 24
+
+
+class Parser:
+    """Parses PDF objects from ``buf`` starting at ``pos``.
+
+    ``at_eof`` says that ``buf`` ends where the file ends, so running out of bytes is a
+    truncated file (`Broken`) rather than a short window (`Incomplete`).
+    """
+
+    def __init__(self, buf: bytes, pos: int = 0, *, at_eof: bool = False) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.at_eof = at_eof
+
+    def _short(self, what: str) -> Exception:
+        if self.at_eof:
+            return Broken(f"file ends inside {what}")
+        return Incomplete(what)
+
+    def skip_space(self) -> None:
+        match = _SKIP.match(self.buf, self.pos)
+        assert match is not None  # the pattern matches the empty string
+        self.pos = match.end()
+
+    def parse(self, depth: int = 0) -> PdfObject:
+        if depth > MAX_DEPTH:
+            raise Broken(f"objects nested deeper than {MAX_DEPTH} levels")
+        self.skip_space()
+        buf, pos = self.buf, self.pos
+        if pos >= len(buf):
+            raise self._short("an object")
+        c = buf[pos]
+        if c == 0x2F:  # /
+            return self._name()
+        if c == 0x3C:  # <
+            if buf.startswith(b"<<", pos):
+                return self._dict(depth)
+            if pos + 1 >= len(buf):
+                raise self._short("a string or dictionary")
+            return self._hex_string()
+        if c == 0x5B:  # [
+            return self._array(depth)
+        if c == 0x28:  # (
+            return self._literal_string()
+        if c in b"+-.0123456789":
+            return self._number()
+        match = _KEYWORD.match(buf, pos)
+        if match:
+            if match.end() == len(buf) and not self.at_eof:
+                raise Incomplete("a keyword")
+            word = match.group()
+            self.pos = match.end()
+            if word == b"true":
+                return True
+            if word == b"false":
+                return False
+            if word == b"null":
+                return None
+            raise Broken(f"unexpected keyword {word[:20]!r} at byte {pos} of the window")
+        raise Broken(f"unexpected byte {bytes([c])!r} at byte {pos} of the window")
+
+    def _name(self) -> Name:
+        match = _NAME.match(self.buf, self.pos)
+        assert match is not None
+        if match.end() == len(self.buf) and not self.at_eof:
+            raise Incomplete("a name")
+        self.pos = match.end()
+        raw = match.group(1)
+        if b"#" in raw:
+            raw = _NAME_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), raw)
+        return Name(raw.decode("latin-1"))
+
+    def _number(self) -> int | float | Ref:
+        buf = self.buf
+        match = _NUMBER.match(buf, self.pos)
+        if match is None:
+            raise Broken(f"malformed number at byte {self.pos} of the window")
+        end = match.end()
+        if end == len(buf) and not self.at_eof:
+            raise Incomplete("a number")
+        text = match.group()
+        if b"." in text:
+            self.pos = end
+            try:
+                return float(text)
+            except ValueError:
+                raise Broken(f"malformed number {text[:20]!r}") from None
+        value = int(text)
+        if text[0] not in b"+-":
+            if len(buf) - end < _REF_LOOKAHEAD and not self.at_eof:
+                raise Incomplete("a number or reference")
+            ref = _REF_TAIL.match(buf, end)
+            if ref:
+                self.pos = ref.end()
+                return Ref(value, int(ref.group(1)))
+        self.pos = end
+        return value
+
+    def _hex_string(self) -> bytes:
+        match = _HEX.match(self.buf, self.pos)
+        if match is None:
+            if self.buf.find(b">", self.pos) == -1:
+                raise self._short("a hex string")
+            raise Broken(f"malformed hex string at byte {self.pos} of the window")
+        self.pos = match.end()
+        digits = re.sub(rb"[^0-9A-Fa-f]", b"", match.group(1))
+        if len(digits) % 2:
+            digits += b"0"
+        return bytes.fromhex(digits.decode("ascii"))
+
+    def _literal_string(self) -> bytes:
+        buf = self.buf
+        pos = self.pos + 1
+        nesting = 1
+        out = bytearray()
+        while True:
+            match = _STRING_SPECIAL.search(buf, pos)
+            if match is None:
+                raise self._short("a string")
+            start = match.start()
+            out += buf[pos:start]
+            c = buf[start]
+            if c == 0x5C:  # backslash
+                if start + 1 >= len(buf):
+                    raise self._short("a string")
+                nxt = buf[start + 1]
+                if nxt in _ESCAPES:
+                    out += _ESCAPES[nxt]
+                    pos = start + 2
+                elif 0x30 <= nxt <= 0x37:
+                    digits = re.match(rb"[0-7]{1,3}", buf[start + 1 : start + 4])
+                    assert digits is not None
+                    out.append(int(digits.group(), 8) & 0xFF)
+                    pos = start + 1 + len(digits.group())
+                elif nxt == 0x0D:  # line continuation, CR or CRLF
+                    pos = start + 3 if buf.startswith(b"\n", start + 2) else start + 2
+                elif nxt == 0x0A:
+                    pos = start + 2
+                else:
+                    out.append(nxt)
+                    pos = start + 2
+            elif c == 0x28:
+                nesting += 1
+                out.append(c)
+                pos = start + 1
+            else:
+                nesting -= 1
+                if nesting == 0:
+                    self.pos = start + 1
+                    return bytes(out)
+                out.append(c)
+                pos = start + 1
+
+    def _array(self, depth: int) -> list[PdfObject] | PlainArray:
+        plain = _PLAIN_ARRAY.match(self.buf, self.pos)
+        assert plain is not None
+        end = plain.end()
+        if end - self.pos > _LAZY_ARRAY_BYTES:
+            if end >= len(self.buf):
+                raise self._short("an array")
+            if self.buf[end] == 0x5D:  # ]
+                self.pos = end + 1
+                return PlainArray(self.buf[plain.start() : end + 1])
+        return self._items(depth)
+
+    def _items(self, depth: int) -> list[PdfObject]:
+        self.pos += 1
+        items: list[PdfObject] = []
+        while True:
+            self.skip_space()
+            if self.pos >= len(self.buf):
+                raise self._short("an array")
+            if self.buf[self.pos] == 0x5D:  # ]
+                self.pos += 1
+                return items
+            items.append(self.parse(depth + 1))
+
+    def _dict(self, depth: int) -> dict[str, PdfObject]:
+        self.pos += 2
+        entries: dict[str, PdfObject] = {}
+        while True:
+            self.skip_space()
+            if self.pos >= len(self.buf):
+                raise self._short("a dictionary")
+            if self.buf.startswith(b">>", self.pos):
+                self.pos += 2
+                return entries
+            if self.buf[self.pos] != 0x2F:
+                raise Broken(f"dictionary key is not a name at byte {self.pos} of the window")
+            key = self._name()
+            entries[key] = self.parse(depth + 1)

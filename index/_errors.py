@@ -1,0 +1,75 @@
+"""Errors raised by `index`. Every message says what was wrong and what to do instead; tools
+return it to the model as is.
+
+    WorkspaceError
+    ├── InvalidArgumentError       a tool argument or option is malformed or out of range
+    ├── PathError                  a file path cannot be served
+    │   ├── OutsideRootsError      resolves outside every configured root
+    │   ├── NotFoundError          nothing there
+    │   └── NotAFileError          a directory, FIFO, socket or device
+    ├── WrongFileTypeError         e.g. pdf_read on something that is not a PDF
+    ├── ConversationNotFoundError  unknown (or not allowed) conversation or message id
+    ├── ImportFormatError          an input file is not in the format asked for or detected
+    ├── BusyError                  another process holds the writer past the wait limit
+    └── StoreError                 the store on disk is unusable
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BusyError",
+    "ConversationNotFoundError",
+    "ImportFormatError",
+    "InvalidArgumentError",
+    "NotAFileError",
+    "NotFoundError",
+    "OutsideRootsError",
+    "PathError",
+    "StoreError",
+    "WorkspaceError",
+    "WrongFileTypeError",
+]
+
+
+class WorkspaceError(Exception):
+    """Base class of every error `index` raises."""
+
+
+class InvalidArgumentError(WorkspaceError, ValueError):
+    """A tool argument or option is malformed or out of range."""
+
+
+class PathError(WorkspaceError):
+    """A file path cannot be served."""
+
+
+class OutsideRootsError(PathError):
+    """The path resolves outside every configured root."""
+
+
+class NotFoundError(PathError):
+    """Nothing exists at the path."""
+
+
+class NotAFileError(PathError):
+    """The path is a directory, FIFO, socket or device."""
+
+
+class WrongFileTypeError(WorkspaceError):
+    """The file is not of the type the tool reads."""
+
+
+class ConversationNotFoundError(WorkspaceError):
+    """Unknown or not-allowed conversation, message or tool call id."""
+
+
+class ImportFormatError(WorkspaceError):
+    """An input file is not in the format asked for or detected."""
+
+
+class BusyError(WorkspaceError):
+    """Another process holds the single writer longer than the wait limit."""
+
+
+class StoreError(WorkspaceError):
+    """The store on disk is unusable."""

@@ -1,0 +1,204 @@
+"""The lazy page probe on generated PDFs: every xref style, and hostile files that must still
+get a card within bounded time, with exact facts or an honest warning."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cards import card_for, pdf_facts
+from tests import pdfgen
+
+
+def write(tmp_path: Path, data: bytes, name: str = "f.pdf") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"xref": "stream"},
+        {"xref": "stream", "objstm": True},
+        {"fanout": 7},
+        {"compress": True},
+        {"version": "2.0"},
+    ],
+    ids=["table", "xref-stream", "object-streams", "nested-tree", "compressed", "pdf-2.0"],
+)
+def test_page_count_for_each_xref_style(tmp_path: Path, options: dict[str, object]) -> None:
+    path = write(tmp_path, pdfgen.pdf_bytes(57, title="T", **options))
+    facts = pdf_facts(path)
+    assert facts.pages == 57
+    assert facts.title == "T"
+    assert facts.version == options.get("version", "1.7")
+    assert facts.warnings == []
+
+
+def test_incremental_update_that_adds_pages_counts_the_newest_tree(tmp_path: Path) -> None:
+    facts = pdf_facts(write(tmp_path, pdfgen.incremental_add_pages(5, 4)))
+    assert facts.pages == 9
+    assert facts.warnings == []
+
+
+def test_xref_stream_rows_decode_after_many_objects(tmp_path: Path) -> None:
+    # The catalog found after thousands of PNG-Up rows exercises the column-sum decoder.
+    data = pdfgen.pdf_bytes(1500, xref="stream", objstm=True)
+    assert pdf_facts(write(tmp_path, data)).pages == 1500
+
+
+def test_title_in_utf16_with_bom(tmp_path: Path) -> None:
+    w = pdfgen.build_text_pdf(2)
+    title = "گزارش 📄".encode("utf-16-be")
+    info = w.add(b"<< /Title <feff" + title.hex().encode() + b"> >>")
+    data = _serialize(w, info=info)
+    assert pdf_facts(write(tmp_path, data)).title == "گزارش 📄"
+
+
+def _serialize(w: pdfgen.PdfWriter, *, info: int | None = None, **kw: object) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    w.write(out, root=w._root, info=info, **kw)  # type: ignore[attr-defined, arg-type]
+    return out.getvalue()
+
+
+def _truncated() -> bytes:
+    data = pdfgen.pdf_bytes(6)
+    return data[: int(len(data) * 0.6)]
+
+
+def _wrong_startxref() -> bytes:
+    data = pdfgen.pdf_bytes(6)
+    at = data.rindex(b"startxref")
+    return data[:at] + b"startxref\n123\n%%EOF\n"
+
+
+def _startxref_past_end() -> bytes:
+    data = pdfgen.pdf_bytes(6)
+    at = data.rindex(b"startxref")
+    return data[:at] + b"startxref\n99999999\n%%EOF\n"
+
+
+def _prev_loop_needs_lookup() -> bytes:
+    # Same loop, but the catalog lives only in the base section, so lookups must follow /Prev.
+    data = pdfgen.pdf_bytes(6)
+    table_at = len(data) + 20
+    body = data + b"%" + b"-" * 18 + b"\n"
+    assert len(body) == table_at
+    body += b"xref\n0 1\n0000000000 65535 f \n"
+    body += b"trailer\n<< /Size 20 /Root 1 0 R /Prev %d >>\nstartxref\n%d\n%%%%EOF\n" % (
+        table_at,
+        table_at,
+    )
+    return body
+
+
+def _with_count(count: bytes) -> Callable[[], bytes]:
+    return lambda: pdfgen.pdf_bytes(6, count=count)
+
+
+def _missing_count() -> bytes:
+    data = pdfgen.pdf_bytes(6)
+    return data.replace(b"/Count 6", b"        ")
+
+
+def _wrong_offsets() -> bytes:
+    data = pdfgen.pdf_bytes(6)
+    at = data.index(b"xref\n")
+    return data[:at] + data[at:].replace(b"0000000015 00000 n", b"0000000099 00000 n", 1)
+
+
+def _kids_cycle() -> bytes:
+    # /Count missing and the page tree points back at itself.
+    w = pdfgen.build_text_pdf(3)
+    tree = w.objects[1].split(b"/Pages ")[1].split(b" ")[0]
+    body = w.objects[int(tree)]
+    w.objects[int(tree)] = body.replace(b"/Count 3", b"").replace(
+        b"/Kids [", b"/Kids [%s 0 R " % tree
+    )
+    return _serialize(w)
+
+
+def _deep_nesting() -> bytes:
+    data = pdfgen.pdf_bytes(3)
+    return data.replace(b"/Type /Catalog", b"/Type /Catalog /X " + b"[" * 5000 + b"]" * 5000, 1)
+
+
+def _inflate_bomb() -> bytes:
+    # An xref stream whose data inflates to far more than the probe's limit.
+    bomb = zlib.compress(b"\x00" * (40 * 1024 * 1024), 9)
+    body = b"%PDF-1.7\n"
+    at = len(body)
+    body += (
+        b"1 0 obj\n<< /Type /XRef /Size 6000000 /W [1 4 2] /Root 5900000 0 R /Filter /FlateDecode "
+        b"/Length %d >>\nstream\n" % len(bomb) + bomb + b"\nendstream\nendobj\n"
+    )
+    body += b"startxref\n%d\n%%%%EOF\n" % at
+    return body
+
+
+def _garbage() -> bytes:
+    return b"%PDF-1.4\n" + bytes(range(256)) * 40
+
+
+def _header_only() -> bytes:
+    return b"%PDF-1.7\n"
+
+
+ADVERSARIAL: dict[str, tuple[Callable[[], bytes], int | None, str]] = {
+    # name: (builder, expected pages, substring of a warning; "" means no warning)
+    "truncated": (_truncated, 6, "recovered by scanning"),
+    "wrong-startxref": (_wrong_startxref, 6, "recovered by scanning"),
+    "startxref-past-end": (_startxref_past_end, 6, "outside the file"),
+    "prev-loop": (_prev_loop_needs_lookup, 6, "loops back"),
+    "count-negative": (_with_count(b"-1"), 6, "/Count -1 is implausible"),
+    "count-huge": (_with_count(b"1000000000000"), 6, "/Count 1000000000000 is implausible"),
+    "count-not-a-number": (_with_count(b"(six)"), 6, "implausible"),
+    "count-missing": (_missing_count, 6, "/Count missing"),
+    "wrong-offsets": (_wrong_offsets, 6, "recovered by scanning"),
+    "kids-cycle": (_kids_cycle, 3, "counted 3 pages"),
+    "deep-nesting": (_deep_nesting, None, "nested deeper than 64"),
+    "inflate-bomb": (_inflate_bomb, None, "inflates past"),
+    "garbage": (_garbage, None, "page count unavailable"),
+    "header-only": (_header_only, None, "page count unavailable"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL), ids=str)
+def test_hostile_pdf_gets_a_card_in_bounded_time(tmp_path: Path, name: str) -> None:
+    build, pages, warning = ADVERSARIAL[name]
+    path = write(tmp_path, build())
+    started = time.perf_counter()
+    card = card_for(path)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"{name}: {elapsed:.2f}s"
+    assert card.kind == "pdf"
+    assert card.facts["pages"] == pages
+    if warning:
+        assert any(warning in w for w in card.warnings), card.warnings
+    else:
+        assert card.warnings == ()
+    assert "\n" not in card.render()
+
+
+def test_page_tree_inside_object_stream_is_read_lazily(tmp_path: Path) -> None:
+    data = pdfgen.pdf_bytes(40, xref="stream", objstm=True)
+    assert b"/Type /Pages" not in data  # really packed and compressed
+    assert pdf_facts(write(tmp_path, data)).pages == 40
+
+
+def test_padded_pdf_probe_does_not_read_the_padding(tmp_path: Path) -> None:
+    # 300 pages padded to ~30 MB: the probe must not touch page contents.
+    path = tmp_path / "padded.pdf"
+    pdfgen.write_pdf(str(path), 300, pad=100_000)
+    assert path.stat().st_size > 30_000_000
+    started = time.perf_counter()
+    assert pdf_facts(path).pages == 300
+    assert time.perf_counter() - started < 0.5

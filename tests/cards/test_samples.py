@@ -1,0 +1,86 @@
+"""Every committed sample gets the card its manifest promises, checked against independent
+readers too (pypdf, Pillow, zipfile), so the manifest cannot drift from the files."""
+
+from __future__ import annotations
+
+import time
+import zipfile
+
+import pypdf
+import pytest
+from PIL import Image
+
+from cards import card_for
+from tests.conftest import SAMPLES, load_manifest
+
+MANIFEST = load_manifest()
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST), ids=str)
+def test_sample_card_matches_manifest(name: str) -> None:
+    expected = MANIFEST[name]
+    started = time.perf_counter()
+    card = card_for(SAMPLES / name)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"card of {name} took {elapsed:.2f}s"
+    data = card.to_dict()
+    assert data["name"] == name
+    assert data["path"] == str((SAMPLES / name).resolve())
+    assert data["kind"] == expected["kind"]
+    assert data["mime"] == expected["mime"]
+    assert data["size"] == (SAMPLES / name).stat().st_size
+    assert data["facts"] == expected["facts"]
+    if "warning" in expected:
+        assert any(expected["warning"] in w for w in data["warnings"])
+    else:
+        assert data["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(n for n in MANIFEST if n.endswith(".pdf") and MANIFEST[n]["facts"]["pages"]),
+    ids=str,
+)
+def test_pdf_page_count_agrees_with_pypdf(name: str) -> None:
+    reader = pypdf.PdfReader(SAMPLES / name)
+    if reader.is_encrypted:
+        assert reader.decrypt("") != 0
+    assert card_for(SAMPLES / name).facts["pages"] == len(reader.pages)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in MANIFEST if MANIFEST[n]["kind"] == "image"), ids=str
+)
+def test_image_facts_agree_with_pillow(name: str) -> None:
+    with Image.open(SAMPLES / name) as im:
+        expected = {
+            "width": im.width,
+            "height": im.height,
+            "format": im.format,
+            "frames": getattr(im, "n_frames", 1),
+        }
+    assert dict(card_for(SAMPLES / name).facts) == expected
+
+
+@pytest.mark.parametrize("name", ["bundle.zip", "letter.docx"], ids=str)
+def test_zip_entries_agree_with_zipfile(name: str) -> None:
+    with zipfile.ZipFile(SAMPLES / name) as z:
+        assert card_for(SAMPLES / name).facts["entries"] == len(z.infolist())
+
+
+@pytest.mark.parametrize(
+    ("kind", "tools"),
+    [
+        ("pdf", ["pdf_info", "pdf_search", "pdf_read"]),
+        ("text", ["file_read", "file_search"]),
+        ("image", ["image_view"]),
+        ("archive", []),
+    ],
+    ids=str,
+)
+def test_card_names_the_tools_for_its_kind(kind: str, tools: list[str]) -> None:
+    name = next(n for n in sorted(MANIFEST) if MANIFEST[n]["kind"] == kind)
+    card = card_for(SAMPLES / name)
+    assert card.to_dict()["tools"] == tools
+    for tool in tools:
+        assert tool in card.render()

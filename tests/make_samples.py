@@ -1,0 +1,104 @@
+"""Regenerates the small committed files in sample_files/ (run by hand; needs qpdf).
+
+    python tests/make_samples.py
+
+The expected facts in sample_files/manifest.json are written by hand and checked by the tests
+against independent readers (pypdf, Pillow, zipfile), so this script is not an oracle.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import pdfgen
+
+OUT = Path(__file__).resolve().parent.parent / "sample_files"
+
+
+def qpdf(*args: str) -> None:
+    subprocess.run(["qpdf", *args], check=True)
+
+
+def main() -> None:
+    OUT.mkdir(exist_ok=True)
+    classic = OUT / "classic_xref.pdf"
+    pdfgen.write_pdf(str(classic), 12, title="Quarterly revenue report", compress=True)
+    qpdf("--object-streams=generate", str(classic), str(OUT / "object_streams.pdf"))
+    qpdf("--linearize", str(classic), str(OUT / "linearized.pdf"))
+    (OUT / "incremental_update.pdf").write_bytes(pdfgen.incremental_add_pages(4, 3))
+    qpdf(
+        "--encrypt",
+        "",
+        "owner-secret",
+        "256",
+        "--",
+        "--object-streams=disable",
+        str(classic),
+        str(OUT / "encrypted.pdf"),
+    )
+    qpdf(
+        "--encrypt",
+        "user-secret",
+        "owner-secret",
+        "256",
+        "--",
+        "--object-streams=generate",
+        str(classic),
+        str(OUT / "encrypted_object_streams.pdf"),
+    )
+
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(OUT / "red_64x48.png")
+    Image.new("RGB", (120, 80), (30, 120, 200)).save(OUT / "blue_120x80.jpg", quality=80)
+    frames = [Image.new("RGB", (32, 32), (i * 50, 255 - i * 50, 90)) for i in range(5)]
+    frames[0].save(
+        OUT / "animated_5_frames.gif", save_all=True, append_images=frames[1:], duration=100
+    )
+
+    (OUT / "notes_utf8.txt").write_text(
+        "Meeting notes\nدرآمد فصلی افزایش یافت\nnaïve café — 😀\nlast line without newline",
+        encoding="utf-8",
+    )
+    (OUT / "notes_utf16.txt").write_text("first line\nsecond line\nthird line\n", encoding="utf-16")
+    (OUT / "table.csv").write_text("id,name,amount\n1,alpha,10.5\n2,bravo,20\n3,charlie,7\n")
+
+    with zipfile.ZipFile(OUT / "bundle.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for i in range(7):
+            z.writestr(f"data/file{i}.txt", f"entry {i}\n" * 10)
+
+    docx = io.BytesIO()
+    with zipfile.ZipFile(docx, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'
+            "</Types>",
+        )
+        z.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>'
+            "</Relationships>",
+        )
+        z.writestr(
+            "word/document.xml",
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+            "<w:body><w:p><w:r><w:t>Hello from a docx</w:t></w:r></w:p></w:body></w:document>",
+        )
+    (OUT / "letter.docx").write_bytes(docx.getvalue())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""Writes real PDFs for tests and benchmarks: classic xref tables, xref streams with PNG-Up
+rows, object streams, incremental updates, padded pages, and deliberately broken variants.
+
+Kept in tests/ (benchmarks import it too) so that nothing big is ever committed.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Callable, Iterable
+from typing import BinaryIO
+
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
+    "revenue",
+    "margin",
+    "quarter",
+    "forecast",
+    "audit",
+    "ledger",
+    "invoice",
+    "tariff",
+    "pipeline",
+    "kernel",
+    "lattice",
+]
+
+
+def page_text(n: int, words: int = 200) -> str:
+    """Deterministic text of page ``n`` (1-based), with a unique marker word."""
+    body = " ".join(WORDS[(n * 7 + i * 13) % len(WORDS)] for i in range(words))
+    return f"page{n} marker{n:05d} {body}"
+
+
+def _escape(text: str) -> bytes:
+    return (
+        text.encode("latin-1").replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
+    )
+
+
+def content_stream(text: str, *, pad: int = 0) -> bytes:
+    lines = [text[i : i + 90] for i in range(0, len(text), 90)] or [""]
+    ops = [b"BT /F1 10 Tf 12 TL 40 800 Td"]
+    ops += [b"(" + _escape(line) + b") '" for line in lines]
+    ops.append(b"ET")
+    data = b"\n".join(ops) + b"\n"
+    if pad:
+        data += b"%" + b"x" * pad + b"\n"  # a comment: renders as nothing, weighs as much
+    return data
+
+
+class PdfWriter:
+    """Collects numbered objects and serializes them with a chosen cross-reference style."""
+
+    def __init__(self, version: str = "1.7") -> None:
+        self.version = version
+        self.objects: dict[int, bytes] = {}
+        self.streams: set[int] = set()
+
+    def reserve(self) -> int:
+        num = max(self.objects, default=0) + 1
+        self.objects[num] = b"null"
+        return num
+
+    def set(self, num: int, body: bytes, *, stream: bool = False) -> int:
+        self.objects[num] = body
+        if stream:
+            self.streams.add(num)
+        return num
+
+    def add(self, body: bytes, *, stream: bool = False) -> int:
+        return self.set(self.reserve(), body, stream=stream)
+
+    def add_stream(self, data: bytes, extra: bytes = b"", *, compress: bool = False) -> int:
+        if compress:
+            data = zlib.compress(data)
+            extra += b" /Filter /FlateDecode"
+        body = b"<< /Length %d%s >>\nstream\n" % (len(data), extra) + data + b"\nendstream"
+        return self.add(body, stream=True)
+
+    def write(
+        self,
+        out: BinaryIO,
+        *,
+        root: int,
+        info: int | None = None,
+        xref: str = "table",
+        objstm: bool = False,
+        extra_trailer: bytes = b"",
+    ) -> None:
+        """Serialize. ``xref`` is ``"table"`` or ``"stream"``; ``objstm`` packs plain objects."""
+        out.write(b"%PDF-" + self.version.encode() + b"\n%\xe2\xe3\xcf\xd3\n")
+        offsets: dict[int, int | tuple[int, int]] = {}
+        packed: list[int] = []
+        for num in sorted(self.objects):
+            if objstm and num not in self.streams:
+                packed.append(num)
+                continue
+            offsets[num] = out.tell()
+            out.write(b"%d 0 obj\n" % num + self.objects[num] + b"\nendobj\n")
+        size = max(self.objects) + 1
+        for chunk_start in range(0, len(packed), 100):
+            members = packed[chunk_start : chunk_start + 100]
+            stm = size
+            size += 1
+            header, body = [], b""
+            for index, num in enumerate(members):
+                header.append(b"%d %d" % (num, len(body)))
+                body += self.objects[num] + b"\n"
+                offsets[num] = (stm, index)
+            head = b" ".join(header) + b"\n"
+            data = zlib.compress(head + body)
+            offsets[stm] = out.tell()
+            out.write(
+                b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Length %d /Filter /FlateDecode >>\n"
+                b"stream\n"
+                % (stm, len(members), len(head), len(data))
+                + data
+                + b"\nendstream\nendobj\n"
+            )
+        trailer = (
+            b"/Root %d 0 R" % root + (b" /Info %d 0 R" % info if info else b"") + extra_trailer
+        )
+        if xref == "table":
+            if objstm:
+                raise ValueError("object streams need an xref stream")
+            start = out.tell()
+            out.write(xref_table(offsets, size))
+            out.write(b"trailer\n<< /Size %d %s >>\n" % (size, trailer))
+        else:
+            start = out.tell()
+            xref_num = size
+            offsets[xref_num] = start
+            size += 1
+            out.write(xref_stream_object(xref_num, offsets, size, trailer))
+        out.write(b"startxref\n%d\n%%%%EOF\n" % start)
+
+
+def xref_table(offsets: dict[int, int | tuple[int, int]], size: int) -> bytes:
+    rows = [b"xref\n0 %d\n" % size, b"0000000000 65535 f \n"]
+    for num in range(1, size):
+        where = offsets.get(num)
+        if isinstance(where, int):
+            rows.append(b"%010d 00000 n \n" % where)
+        else:
+            rows.append(b"0000000000 00000 f \n")
+    return b"".join(rows)
+
+
+def xref_stream_object(
+    num: int, offsets: dict[int, int | tuple[int, int]], size: int, trailer: bytes
+) -> bytes:
+    rows = []
+    for n in range(size):
+        where = offsets.get(n)
+        if isinstance(where, int):
+            rows.append(bytes([1]) + where.to_bytes(4, "big") + (0).to_bytes(2, "big"))
+        elif isinstance(where, tuple):
+            rows.append(bytes([2]) + where[0].to_bytes(4, "big") + where[1].to_bytes(2, "big"))
+        else:
+            rows.append(bytes([0]) + (0).to_bytes(4, "big") + (65535).to_bytes(2, "big"))
+    encoded = bytearray()
+    prev = bytes(7)
+    for row in rows:  # PNG "Up" filter, as most writers emit
+        encoded.append(2)
+        encoded += bytes((a - b) & 0xFF for a, b in zip(row, prev, strict=True))
+        prev = row
+    data = zlib.compress(bytes(encoded))
+    return (
+        b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] %s /Filter /FlateDecode "
+        b"/DecodeParms << /Predictor 12 /Columns 7 >> /Length %d >>\nstream\n"
+        % (num, size, trailer, len(data))
+        + data
+        + b"\nendstream\nendobj\n"
+    )
+
+
+def build_text_pdf(
+    pages: int,
+    *,
+    xref: str = "table",
+    objstm: bool = False,
+    pad: int = 0,
+    title: str | None = None,
+    text: Callable[[int], str] = page_text,
+    count: bytes | None = None,
+    fanout: int | None = None,
+    compress: bool = False,
+    version: str = "1.7",
+) -> PdfWriter:
+    """A PDF whose page ``n`` shows ``text(n)``. ``count`` overrides the root /Count bytes."""
+    w = PdfWriter(version)
+    catalog = w.reserve()
+    tree = w.reserve()
+    font = w.add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    info = w.add(b"<< /Title (" + _escape(title) + b") /Producer (pdfgen) >>") if title else None
+    page_nums = []
+    for n in range(1, pages + 1):
+        content = w.add_stream(content_stream(text(n), pad=pad), compress=compress)
+        page_nums.append(w.add(b"null"))
+        w.objects[page_nums[-1]] = (
+            b"<< /Type /Page /Parent PARENT /MediaBox [0 0 612 842] "
+            b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, content)
+        )
+    _page_tree(w, tree, page_nums, fanout, count)
+    w.set(catalog, b"<< /Type /Catalog /Pages %d 0 R >>" % tree)
+    w._root, w._info, w._xref, w._objstm = catalog, info, xref, objstm  # type: ignore[attr-defined]
+    return w
+
+
+def _page_tree(
+    w: PdfWriter, tree: int, kids: list[int], fanout: int | None, count: bytes | None
+) -> None:
+    def fix_parent(num: int, parent: int) -> None:
+        w.objects[num] = w.objects[num].replace(b"PARENT", b"%d 0 R" % parent)
+
+    if fanout is None or len(kids) <= fanout:
+        for k in kids:
+            fix_parent(k, tree)
+        refs = b" ".join(b"%d 0 R" % k for k in kids)
+        total = count if count is not None else b"%d" % len(kids)
+        w.set(tree, b"<< /Type /Pages /Kids [%s] /Count %s >>" % (refs, total))
+        return
+    groups = [kids[i : i + fanout] for i in range(0, len(kids), fanout)]
+    nodes = []
+    for group in groups:
+        node = w.reserve()
+        for k in group:
+            fix_parent(k, node)
+        refs = b" ".join(b"%d 0 R" % k for k in group)
+        w.set(
+            node,
+            b"<< /Type /Pages /Parent %d 0 R /Kids [%s] /Count %d >>" % (tree, refs, len(group)),
+        )
+        nodes.append(node)
+    refs = b" ".join(b"%d 0 R" % n for n in nodes)
+    total = count if count is not None else b"%d" % len(kids)
+    w.set(tree, b"<< /Type /Pages /Kids [%s] /Count %s >>" % (refs, total))
+
+
+def pdf_bytes(pages: int, **kwargs: object) -> bytes:
+    w = build_text_pdf(pages, **kwargs)  # type: ignore[arg-type]
+    out = io.BytesIO()
+    w.write(out, root=w._root, info=w._info, xref=w._xref, objstm=w._objstm)  # type: ignore[attr-defined]
+    return out.getvalue()
+
+
+def write_pdf(path: str, pages: int, **kwargs: object) -> str:
+    w = build_text_pdf(pages, **kwargs)  # type: ignore[arg-type]
+    with open(path, "wb") as out:
+        w.write(out, root=w._root, info=w._info, xref=w._xref, objstm=w._objstm)  # type: ignore[attr-defined]
+    return path
+
+
+def startxref_of(data: bytes) -> int:
+    tail = data[data.rindex(b"startxref") :]
+    return int(tail.split()[1])
+
+
+def append_update(
+    data: bytes, objects: dict[int, bytes], *, root: int, extra: bytes = b""
+) -> bytes:
+    """An incremental update: new or replaced objects, a table of just those, /Prev back."""
+    prev = startxref_of(data)
+    out = bytearray(data)
+    offsets = {}
+    for num in sorted(objects):
+        offsets[num] = len(out)
+        out += b"%d 0 obj\n" % num + objects[num] + b"\nendobj\n"
+    size = max(max(objects) + 1, _size_of(data))
+    start = len(out)
+    out += b"xref\n"
+    for num in sorted(offsets):
+        out += b"%d 1\n%010d 00000 n \n" % (num, offsets[num])
+    out += b"trailer\n<< /Size %d /Root %d 0 R /Prev %d %s >>\n" % (size, root, prev, extra)
+    out += b"startxref\n%d\n%%%%EOF\n" % start
+    return bytes(out)
+
+
+def _size_of(data: bytes) -> int:
+    at = data.rindex(b"/Size")
+    return int(data[at + 5 :].split()[0].rstrip(b">/"))
+
+
+def incremental_add_pages(base_pages: int, added: int) -> bytes:
+    """A classic PDF of ``base_pages`` pages, then an update that appends ``added`` pages."""
+    data = pdf_bytes(base_pages)
+    size = _size_of(data)
+    objects: dict[int, bytes] = {}
+    new_pages = []
+    for i in range(added):
+        n = base_pages + i + 1
+        content = size + 2 * i
+        page = content + 1
+        stream = content_stream(page_text(n))
+        objects[content] = b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
+        objects[page] = (
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % content
+        )
+        new_pages.append(page)
+    old_kids = _kids_of(data)
+    kids = b" ".join(b"%d 0 R" % k for k in [*old_kids, *new_pages])
+    objects[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, base_pages + added)
+    return append_update(data, objects, root=1)
+
+
+def _kids_of(data: bytes) -> list[int]:
+    at = data.index(b"/Kids [")
+    body = data[at + 7 : data.index(b"]", at)]
+    parts = body.split()
+    return [int(parts[i]) for i in range(0, len(parts), 3)]
+
+
+def concat(chunks: Iterable[bytes]) -> bytes:
+    return b"".join(chunks)

@@ -1,0 +1,43 @@
+"""`leanreplay card` and `leanreplay demo` through click's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from index.cli import cli
+from tests.conftest import SAMPLES
+
+
+def test_card_json_lists_to_dict_objects() -> None:
+    result = CliRunner().invoke(
+        cli, ["card", "--json", str(SAMPLES / "classic_xref.pdf"), str(SAMPLES / "table.csv")]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [d["name"] for d in data] == ["classic_xref.pdf", "table.csv"]
+    assert set(data[0]) == {"name", "path", "mime", "kind", "size", "facts", "tools", "warnings"}
+    assert data[0]["facts"]["pages"] == 12
+
+
+def test_card_text_is_one_line_per_file() -> None:
+    result = CliRunner().invoke(cli, ["card", str(SAMPLES / "red_64x48.png")])
+    assert result.exit_code == 0
+    assert result.output.count("\n") == 1
+    assert "64x48" in result.output
+
+
+def test_card_error_is_one_line_and_exit_nonzero(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["card", str(tmp_path / "missing.pdf")])
+    assert result.exit_code == 1
+    assert "no file at" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_demo_shows_cards_of_every_sample() -> None:
+    result = CliRunner().invoke(cli, ["demo"])
+    assert result.exit_code == 0, result.output
+    for name in json.loads((SAMPLES / "manifest.json").read_text())["files"]:
+        assert f'name="{name}"' in result.output
