@@ -1,0 +1,149 @@
+"""PDF page-count probe against its peers, in-process, same files, same run.
+
+Generates a 3,000-page text PDF (~5 MB) and a 3,000-page PDF padded past 200 MB, plus
+object-stream and linearized variants (qpdf, when installed). For each file: median time of
+our probe (`cards.pdf_facts`), the whole card (`cards.card_for`), pypdf `len(reader.pages)`,
+pypdf's trailer `/Root/Pages/Count`, pypdfium2 `len(PdfDocument)`, and `pdfinfo` as a process.
+Peak Python memory of our probe comes from tracemalloc. Prints JSON with the ratios.
+
+    python bench/bench_cards.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pypdf
+
+import cards
+from tests import pdfgen
+
+PAGES = 3000
+
+
+def median_ms(fn: Callable[[], object], repeats: int, budget_s: float = 8.0) -> float:
+    fn()  # warm the page cache and imports
+    times = []
+    deadline = time.perf_counter() + budget_s
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+        if time.perf_counter() > deadline and len(times) >= 3:
+            break
+    return statistics.median(times) * 1000
+
+
+def peak_kib(fn: Callable[[], object]) -> float:
+    tracemalloc.start()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 1024
+
+
+def make_files(folder: Path, quick: bool) -> dict[str, Path]:
+    files = {"text_3000": folder / "text_3000.pdf", "padded_3000": folder / "padded_3000.pdf"}
+    pdfgen.write_pdf(str(files["text_3000"]), PAGES)
+    # ~70 KB of padding per page: past 200 MB in all, page objects unchanged.
+    pdfgen.write_pdf(str(files["padded_3000"]), PAGES, pad=20_000 if quick else 70_000)
+    files["objstm_3000"] = folder / "objstm_3000.pdf"
+    pdfgen.write_pdf(str(files["objstm_3000"]), PAGES, xref="stream", objstm=True)
+    if shutil.which("qpdf"):
+        for name, args in {
+            "qpdf_objstm_3000": ["--object-streams=generate"],
+            "qpdf_linearized_3000": ["--linearize"],
+        }.items():
+            files[name] = folder / f"{name}.pdf"
+            subprocess.run(["qpdf", *args, str(files["text_3000"]), str(files[name])], check=True)
+    return files
+
+
+def bench_file(path: Path, quick: bool) -> dict[str, Any]:
+    import pypdfium2
+
+    def ours() -> int | None:
+        return cards.pdf_facts(path).pages
+
+    def card() -> object:
+        return cards.card_for(path)
+
+    def pypdf_len() -> int:
+        with path.open("rb") as f:
+            return len(pypdf.PdfReader(f).pages)
+
+    def pypdf_trailer() -> int:
+        with path.open("rb") as f:
+            reader = pypdf.PdfReader(f)
+            return int(reader.trailer["/Root"]["/Pages"]["/Count"])  # type: ignore[index]
+
+    def pdfium() -> int:
+        doc = pypdfium2.PdfDocument(str(path))
+        try:
+            return len(doc)
+        finally:
+            doc.close()
+
+    assert ours() == PAGES, f"probe gave {ours()} pages for {path.name}"
+    assert pdfium() == PAGES
+    row: dict[str, Any] = {"bytes": path.stat().st_size}
+    row["ours_probe_ms"] = median_ms(ours, 300)
+    row["ours_card_ms"] = median_ms(card, 100)
+    row["pypdfium2_ms"] = median_ms(pdfium, 100)
+    row["pypdf_trailer_count_ms"] = median_ms(pypdf_trailer, 3 if quick else 7)
+    row["pypdf_len_pages_ms"] = median_ms(pypdf_len, 3 if quick else 5)
+    if shutil.which("pdfinfo"):
+        row["pdfinfo_process_ms"] = median_ms(
+            lambda: subprocess.run(["pdfinfo", str(path)], capture_output=True, check=True), 20
+        )
+    row["ours_probe_peak_kib"] = round(peak_kib(ours), 1)
+    row["ratio_pypdfium2_over_ours"] = row["pypdfium2_ms"] / row["ours_probe_ms"]
+    row["ratio_pypdf_len_over_ours"] = row["pypdf_len_pages_ms"] / row["ours_probe_ms"]
+    row["ratio_pypdf_trailer_over_ours"] = row["pypdf_trailer_count_ms"] / row["ours_probe_ms"]
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller padded file, fewer repeats")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_cards_") as tmp:
+        files = make_files(Path(tmp), args.quick)
+        results = {name: bench_file(path, args.quick) for name, path in files.items()}
+    small, big = results["text_3000"], results["padded_3000"]
+    floors = {
+        "probe_2x_faster_than_pypdfium2": all(
+            results[n]["ratio_pypdfium2_over_ours"] >= 2 for n in ("text_3000", "padded_3000")
+        ),
+        "probe_50x_faster_than_pypdf_len": all(
+            results[n]["ratio_pypdf_len_over_ours"] >= 50 for n in ("text_3000", "padded_3000")
+        ),
+        "padded_over_text_probe_time": round(big["ours_probe_ms"] / small["ours_probe_ms"], 3),
+        "probe_peak_under_20_mib": all(
+            r["ours_probe_peak_kib"] < 20 * 1024 for r in results.values()
+        ),
+    }
+    print(
+        json.dumps(
+            {"pages": PAGES, "cpu_count": os.cpu_count(), "files": results, "floors": floors},
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
