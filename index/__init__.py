@@ -13,10 +13,16 @@ from ._errors import (
     WorkspaceError,
     WrongFileTypeError,
 )
+from ._importers import FORMATS
+from ._store import ConversationInfo
+from ._tools import TOOL_NAMES, tool_schemas
+from ._workspace import Workspace
 
 __all__ = [
     "BusyError",
+    "ConversationInfo",
     "ConversationNotFoundError",
+    "FORMATS",
     "ImportFormatError",
     "InvalidArgumentError",
     "NotAFileError",
@@ -24,6 +30,9 @@ __all__ = [
     "OutsideRootsError",
     "PathError",
     "StoreError",
+    "TOOL_NAMES",
+    "Workspace",
     "WorkspaceError",
     "WrongFileTypeError",
+    "tool_schemas",
 ]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +16,14 @@ from typing import Any, TypeVar
 import click
 
 import cards
+from index import FORMATS, Workspace, WorkspaceError, tool_schemas
+from placeholders import (
+    DEFAULT_MIN_CHARS,
+    PlaceholderError,
+    ReplayPolicy,
+    is_placeholder,
+    result_slots,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,6 +73,24 @@ def cli(ctx: click.Context, home: str, roots: tuple[str, ...]) -> None:
     ctx.obj = Settings(home=home, roots=roots or (os.getcwd(),))
 
 
+def library_errors(fn: F) -> F:
+    """Turn library errors into one clear line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (WorkspaceError, PlaceholderError, cards.CardError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def workspace(ctx: click.Context) -> Workspace:
+    settings: Settings = ctx.find_object(Settings)  # type: ignore[assignment]
+    return Workspace(settings.home, settings.roots)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @json_option
@@ -86,6 +115,175 @@ def card(paths: tuple[str, ...], as_json: bool) -> None:
         sys.exit(1)
 
 
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
+@click.option("--conversation-id", default=None, help="Store under this id instead of the file's.")
+@json_option
+@click.pass_context
+@library_errors
+def ingest(
+    ctx: click.Context, file: str, fmt: str, conversation_id: str | None, as_json: bool
+) -> None:
+    """Import an agent log (JSON/JSONL messages, Claude Code, mini-swe-agent, tau-bench)."""
+    with workspace(ctx) as ws:
+        ids = ws.ingest(file, format=fmt, conversation_id=conversation_id)
+        infos = [ws.info(cid) for cid in ids]
+    if as_json:
+        emit_json(
+            [
+                {
+                    "conversation_id": i.id,
+                    "messages": i.messages,
+                    "format": i.format,
+                    "notes": i.notes,
+                }
+                for i in infos
+            ]
+        )
+        return
+    for info in infos:
+        notes = f" ({'; '.join(info.notes)})" if info.notes else ""
+        click.echo(f"{info.id}: {info.messages} messages, {info.format}{notes}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+@library_errors
+def conversations(ctx: click.Context, as_json: bool) -> None:
+    """List the stored conversations."""
+    with workspace(ctx) as ws:
+        infos = [ws.info(cid) for cid in ws.conversations()]
+    if as_json:
+        emit_json(
+            [{"conversation_id": i.id, "messages": i.messages, "format": i.format} for i in infos]
+        )
+        return
+    for info in infos:
+        click.echo(f"{info.id}\t{info.messages} messages\t{info.format or ''}")
+
+
+@cli.command(name="replay")
+@click.argument("target")
+@click.option(
+    "--age-unit",
+    type=click.Choice(["user_exchange", "assistant_turn"]),
+    default="user_exchange",
+    show_default=True,
+    help="What ages a tool result: genuine user exchanges, or assistant turns (agent loops).",
+)
+@click.option(
+    "--min-chars", type=click.IntRange(min=1), default=DEFAULT_MIN_CHARS, show_default=True
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Recent exchanges (or turns) kept verbatim.",
+)
+@json_option
+@click.pass_context
+@library_errors
+def replay_command(
+    ctx: click.Context, target: str, age_unit: str, min_chars: int, keep: int | None, as_json: bool
+) -> None:
+    """Print the lean replay of TARGET (a stored conversation id, or a log file to ingest)."""
+    options: dict[str, Any] = {"age_unit": age_unit, "min_chars": min_chars}
+    if keep is not None:
+        options[
+            "keep_user_exchanges" if age_unit == "user_exchange" else "keep_assistant_turns"
+        ] = keep
+    policy = ReplayPolicy(**options)
+    with workspace(ctx) as ws:
+        ids = ws.ingest(target) if os.path.isfile(target) else [target]
+        results = {cid: ws.replay(cid, policy) for cid in ids}
+    if as_json:
+        if len(results) == 1:
+            (result,) = results.values()
+            emit_json({"messages": result.messages, "stats": result.stats()})
+        else:
+            emit_json(
+                {cid: {"messages": r.messages, "stats": r.stats()} for cid, r in results.items()}
+            )
+        return
+    for cid, result in results.items():
+        click.echo(f"== {cid} ==")
+        for message in result.messages:
+            click.echo(render_message(message))
+        stats = result.stats()
+        saved = 1 - stats["chars_out"] / stats["chars_in"] if stats["chars_in"] else 0.0
+        click.echo(
+            f"-- {stats['messages']} messages, {stats['chars_in']:,} chars in, "
+            f"{stats['chars_out']:,} out ({saved:.1%} smaller), "
+            f"{stats['placeholders']} placeholders"
+        )
+
+
+def render_message(message: dict[str, Any]) -> str:
+    """A readable block for one message of a transcript."""
+    head = f"--- {message.get('id', '?')} {message.get('role')}"
+    if message.get("tool_call_id"):
+        head += f" (result of {message['tool_call_id']})"
+    if message.get("meta"):
+        head += " [meta]"
+    lines = [head]
+    content = message.get("content")
+    if isinstance(content, str):
+        lines.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                lines.append(str(block.get("text", "")))
+            elif kind == "tool_use":
+                arguments = json.dumps(block.get("input"), ensure_ascii=False)
+                lines.append(f"[call {block.get('name')} {block.get('id')}] {arguments}")
+            elif kind == "tool_result":
+                inner = block.get("content")
+                text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
+                lines.append(f"[result of {block.get('tool_use_id')}] {text}")
+            elif kind == "thinking":
+                lines.append(f"[thinking] {block.get('thinking', '')}")
+            else:
+                lines.append(f"[{kind} block]")
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        lines.append(f"[call {function.get('name')} {call.get('id')}] {function.get('arguments')}")
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("tool")
+@click.argument("arguments", default="{}")
+@click.pass_context
+@library_errors
+def call(ctx: click.Context, tool: str, arguments: str) -> None:
+    """Run one tool (see `leanreplay tools`) with JSON ARGUMENTS and print its JSON result."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"ARGUMENTS must be a JSON object: {exc}") from None
+    with workspace(ctx) as ws:
+        result = ws.call(tool, parsed)
+    emit_json(result)
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openai", "anthropic", "mcp"]),
+    default="openai",
+    show_default=True,
+)
+def tools(fmt: str) -> None:
+    """Print the tool schemas for function calling."""
+    emit_json(tool_schemas(fmt))
+
+
 def sample_dir() -> Path:
     """The bundled samples: inside the installed package, else next to the source tree."""
     here = Path(__file__).resolve().parent
@@ -97,11 +295,10 @@ def sample_dir() -> Path:
 
 @cli.command()
 def demo() -> None:
-    """Run the pipeline on the bundled sample files and show what it saved."""
+    """Run the pipeline on the bundled sample files (in a temporary home) and show what it saved."""
     samples = sample_dir()
-    click.echo(f"== cards of {samples} (content never injected) ==")
-    total = 0
-    card_chars = 0
+    click.echo(f"== 1. cards of {samples} (content never injected) ==")
+    total = card_chars = 0
     for path in sorted(samples.iterdir()):
         if path.name == "manifest.json":
             continue
@@ -109,7 +306,42 @@ def demo() -> None:
         click.echo(line)
         total += path.stat().st_size
         card_chars += len(line)
-    click.echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards")
+    click.echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards\n")
+
+    with (
+        tempfile.TemporaryDirectory(prefix="leanreplay-demo-") as home,
+        Workspace(home, [str(samples)]) as ws,
+    ):
+        (cid,) = ws.ingest(samples / "conversation.jsonl")
+        count = ws.info(cid).messages
+        click.echo(f"== 2. ingest conversation.jsonl -> conversation {cid!r} ({count} messages) ==")
+        result = ws.replay(cid)
+        stats = result.stats()
+        click.echo(
+            f"replay: {stats['chars_in']:,} chars in, {stats['chars_out']:,} out, "
+            f"{stats['placeholders']} placeholder(s), {stats['elided_chars']:,} chars elided"
+        )
+        placeholder = next(
+            (
+                s.content
+                for m in result.messages
+                for s in result_slots(m)
+                if is_placeholder(s.content)
+            ),
+            None,
+        )
+        if placeholder is None:
+            raise click.ClickException("the demo conversation produced no placeholder")
+        click.echo(f"the model sees instead: {placeholder}\n")
+        call_text = placeholder[placeholder.index("conversation_read(") :]
+        click.echo(f"== 3. the model calls {call_text} ==")
+        ids = dict(re.findall(r'(\w+)=("(?:[^"\\]|\\.)*")', call_text))
+        arguments = {k: json.loads(v) for k, v in ids.items()}
+        read = ws.call("conversation_read", arguments)
+        original = next(m for m in ws.messages(cid) if m["id"] == arguments["message_id"])
+        same = read["content"] == original["content"]
+        size = sum(s.chars() for s in result_slots(original))
+        click.echo(f"conversation_read returned {size:,} chars, byte-exact: {same}")
 
 
 def main() -> None:

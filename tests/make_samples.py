@@ -98,6 +98,52 @@ def main() -> None:
             "<w:body><w:p><w:r><w:t>Hello from a docx</w:t></w:r></w:p></w:body></w:document>",
         )
     (OUT / "letter.docx").write_bytes(docx.getvalue())
+    write_conversation(OUT / "conversation.jsonl")
+
+
+def write_conversation(path: Path) -> None:
+    """An Anthropic-shape session: a big log read early, then two more user exchanges."""
+    import json
+
+    log = "".join(
+        f"2026-11-29T10:{i // 60:02d}:{i % 60:02d}Z worker-{i % 4} "
+        f"{'ERROR disk quota exceeded on /var/data' if i % 17 == 0 else 'INFO request served in 3ms'}\n"
+        for i in range(160)
+    )
+    messages = [
+        {"role": "user", "content": "Why did the nightly job fail? The log is in sample_files."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me read the job log."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_01",
+                    "name": "file_read",
+                    "input": {"path": "job.log"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": log}],
+        },
+        {
+            "role": "assistant",
+            "content": "The job failed because the disk quota on /var/data ran out (10 ERROR lines).",
+        },
+        {"role": "user", "content": "Which workers hit it?"},
+        {
+            "role": "assistant",
+            "content": "worker-0 to worker-3; the errors repeat every 17 requests.",
+        },
+        {"role": "user", "content": "Thanks. Draft a short incident note."},
+        {
+            "role": "assistant",
+            "content": "Incident: nightly job stopped when /var/data hit its quota. Fix: raise the quota and add an alert.",
+        },
+    ]
+    path.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages))
 
 
 if __name__ == "__main__":

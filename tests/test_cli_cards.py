@@ -41,3 +41,5 @@ def test_demo_shows_cards_of_every_sample() -> None:
     assert result.exit_code == 0, result.output
     for name in json.loads((SAMPLES / "manifest.json").read_text())["files"]:
         assert f'name="{name}"' in result.output
+    assert "1 placeholder(s)" in result.output
+    assert "byte-exact: True" in result.output

@@ -1,0 +1,299 @@
+"""The embedded store of originals: SQLite in WAL mode, append-only, byte-exact.
+
+Every message is kept as the JSON text it was stored with; ids are assigned once and never
+change. Several processes may append at once: each append takes SQLite's write lock, so a
+conversation keeps one total order and an acknowledged write survives a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import BusyError, ConversationNotFoundError, InvalidArgumentError, StoreError
+
+__all__ = ["SCHEMA_VERSION", "ConversationInfo", "Store", "StoredMessage"]
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process before BusyError
+MAX_ID_CHARS = 256
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    source TEXT,
+    format TEXT,
+    notes TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS messages (
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, seq),
+    UNIQUE (conversation_id, id)
+);
+CREATE TABLE IF NOT EXISTS folds (
+    conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+    summary TEXT NOT NULL,
+    through_seq INTEGER NOT NULL,
+    through_id TEXT NOT NULL,
+    generation INTEGER NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    conversation_id: str
+    seq: int
+    id: str
+    role: str
+    body: str
+
+    def message(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.body)
+        return value
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    id: str
+    source: str | None
+    format: str | None
+    notes: list[str]
+    messages: int
+
+
+def check_id(what: str, value: object) -> str:
+    """Ids are non-empty strings of printable characters, at most MAX_ID_CHARS long."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{what} must be a string, got {type(value).__name__}")
+    if not value or len(value) > MAX_ID_CHARS or not value.isprintable():
+        raise InvalidArgumentError(
+            f"{what} must be 1-{MAX_ID_CHARS} printable characters, got {value[:80]!r}"
+        )
+    return value
+
+
+def encode_message(message: Mapping[str, Any]) -> str:
+    """The stored text of a message; refuses what JSON cannot carry exactly."""
+    try:
+        body = json.dumps(message, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"message is not JSON data ({exc}); send only str, numbers, bools, null, lists, dicts"
+        ) from None
+    if _SURROGATE.search(body):
+        body = json.dumps(message, allow_nan=False)  # escapes keep lone surrogates exact
+    return body
+
+
+class Store:
+    """Conversations and their messages in ``home/store.sqlite3``."""
+
+    def __init__(self, home: str) -> None:
+        os.makedirs(home, exist_ok=True)
+        self.path = os.path.join(home, "store.sqlite3")
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            with self._write():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if row is None:
+                    self._db.execute(
+                        "INSERT INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+                    )
+                elif int(row[0]) > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"store {self.path} has schema {row[0]}, newer than this leanreplay "
+                        f"({SCHEMA_VERSION}); upgrade leanreplay"
+                    )
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise BusyError(
+                        f"another process held the store for over {BUSY_TIMEOUT_S:.0f}s; retry"
+                    ) from None
+                raise StoreError(f"store {self.path}: {exc}") from None
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, tuple(args)).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"store {self.path}: {exc}") from None
+
+    # conversations
+
+    def conversation_ids(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT id FROM conversations ORDER BY id")]
+
+    def exists(self, conversation_id: str) -> bool:
+        return bool(self._read("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
+
+    def info(self, conversation_id: str) -> ConversationInfo:
+        rows = self._read(
+            "SELECT c.id, c.source, c.format, c.notes, "
+            "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id=c.id) "
+            "FROM conversations c WHERE c.id=?",
+            (conversation_id,),
+        )
+        if not rows:
+            raise ConversationNotFoundError(_missing(conversation_id))
+        cid, source, fmt, notes, count = rows[0]
+        return ConversationInfo(cid, source, fmt, json.loads(notes), int(count))
+
+    # messages
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        source: str | None = None,
+        format: str | None = None,
+        notes: Iterable[str] = (),
+    ) -> list[str]:
+        """Append messages in one transaction; returns their ids (assigned when missing)."""
+        check_id("conversation_id", conversation_id)
+        prepared = []
+        for i, message in enumerate(messages):
+            if not isinstance(message, Mapping):
+                raise InvalidArgumentError(
+                    f"message {i} must be a dict, got {type(message).__name__}"
+                )
+            role = message.get("role")
+            if not isinstance(role, str) or not role:
+                raise InvalidArgumentError(f"message {i} needs a string 'role'")
+            if "id" in message:
+                check_id(f"message {i} id", message["id"])
+            prepared.append(message)
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO conversations(id, source, format) VALUES (?, ?, ?)",
+                (conversation_id, source, format),
+            )
+            if notes:
+                (old,) = db.execute(
+                    "SELECT notes FROM conversations WHERE id=?", (conversation_id,)
+                ).fetchone()
+                db.execute(
+                    "UPDATE conversations SET notes=? WHERE id=?",
+                    (json.dumps([*json.loads(old), *notes], ensure_ascii=False), conversation_id),
+                )
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
+                (conversation_id,),
+            ).fetchone()
+            ids: list[str] = []
+            for offset, message in enumerate(prepared, start=1):
+                seq = last + offset
+                message_id = message.get("id")
+                if message_id is None:
+                    message_id = self._free_id(db, conversation_id, f"m{seq}")
+                    message = {**message, "id": message_id}
+                elif db.execute(
+                    "SELECT 1 FROM messages WHERE conversation_id=? AND id=?",
+                    (conversation_id, message_id),
+                ).fetchone():
+                    raise InvalidArgumentError(
+                        f"message id {message_id!r} already exists in conversation "
+                        f"{conversation_id!r}; ids are never reused"
+                    )
+                db.execute(
+                    "INSERT INTO messages(conversation_id, seq, id, role, body) VALUES (?,?,?,?,?)",
+                    (conversation_id, seq, message_id, message["role"], encode_message(message)),
+                )
+                ids.append(message_id)
+        return ids
+
+    @staticmethod
+    def _free_id(db: sqlite3.Connection, conversation_id: str, wanted: str) -> str:
+        candidate, n = wanted, 1
+        while db.execute(
+            "SELECT 1 FROM messages WHERE conversation_id=? AND id=?", (conversation_id, candidate)
+        ).fetchone():
+            n += 1
+            candidate = f"{wanted}-{n}"
+        return candidate
+
+    def messages(self, conversation_id: str, *, after_seq: int = 0) -> list[StoredMessage]:
+        rows = self._read(
+            "SELECT seq, id, role, body FROM messages "
+            "WHERE conversation_id=? AND seq>? ORDER BY seq",
+            (conversation_id, after_seq),
+        )
+        if not rows and not self.exists(conversation_id):
+            raise ConversationNotFoundError(_missing(conversation_id))
+        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
+
+    def message(self, conversation_id: str, message_id: str) -> StoredMessage:
+        rows = self._read(
+            "SELECT seq, id, role, body FROM messages WHERE conversation_id=? AND id=?",
+            (conversation_id, message_id),
+        )
+        if not rows:
+            if not self.exists(conversation_id):
+                raise ConversationNotFoundError(_missing(conversation_id))
+            raise ConversationNotFoundError(
+                f"no message {message_id!r} in conversation {conversation_id!r}; use the id "
+                "named in the placeholder, or conversation_search to find one"
+            )
+        seq, mid, role, body = rows[0]
+        return StoredMessage(conversation_id, seq, mid, role, body)
+
+    def all_messages(
+        self, *, after_rowid: int = 0, limit: int = 5000
+    ) -> list[tuple[int, StoredMessage]]:
+        """Messages of every conversation in insertion order, for the search index."""
+        rows = self._read(
+            "SELECT rowid, conversation_id, seq, id, role, body FROM messages WHERE rowid>? "
+            "ORDER BY rowid LIMIT ?",
+            (after_rowid, limit),
+        )
+        return [(r[0], StoredMessage(r[1], r[2], r[3], r[4], r[5])) for r in rows]
+
+
+def _missing(conversation_id: str) -> str:
+    return (
+        f"no conversation {conversation_id!r}; list them with `leanreplay conversations` or "
+        "ingest one first"
+    )

@@ -1,0 +1,127 @@
+"""Tiny builders for messages in both provider shapes, and a hypothesis strategy for whole
+conversations (parallel calls, errors, images, meta users, thinking blocks)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+IMAGE_B64 = "iVBORw0KGgo" + "A" * 3000  # not a real image: replay treats it as opaque data
+
+
+def user(text: str, **extra: Any) -> dict[str, Any]:
+    return {"role": "user", "content": text, **extra}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def oa_call(*calls: tuple[str, str]) -> dict[str, Any]:
+    """An OpenAI assistant message calling (call_id, tool_name) pairs."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": '{"q": 1}'}}
+            for cid, name in calls
+        ],
+    }
+
+
+def oa_result(call_id: str, content: Any) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def an_call(*calls: tuple[str, str], thinking: bool = False) -> dict[str, Any]:
+    blocks: list[dict[str, Any]] = []
+    if thinking:
+        blocks.append({"type": "thinking", "thinking": "plan", "signature": "sig=="})
+    blocks += [
+        {"type": "tool_use", "id": cid, "name": name, "input": {"q": 1}} for cid, name in calls
+    ]
+    return {"role": "assistant", "content": blocks}
+
+
+def an_results(*results: tuple[str, Any, bool]) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": cid, "content": content, "is_error": err}
+            for cid, content, err in results
+        ],
+    }
+
+
+def with_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**m, "id": f"m{i}"} for i, m in enumerate(messages, start=1)]
+
+
+def dumps(messages: Any) -> str:
+    return json.dumps(messages, ensure_ascii=False, sort_keys=True)
+
+
+# --- hypothesis ------------------------------------------------------------------------
+
+_texts = st.text(
+    alphabet=st.sampled_from(list("abcdefghij klmnop\nqrs\r\nدرآمد😀é\u0301")),
+    min_size=0,
+    max_size=40,
+)
+
+
+@st.composite
+def result_content(draw: st.DrawFn, shape: str) -> Any:
+    size = draw(st.sampled_from([5, 300, 1999, 2000, 2500, 6000]))
+    text = (draw(_texts) + "x" * size)[:size] if size else ""
+    if shape == "anthropic" and draw(st.booleans()) and draw(st.integers(0, 4)) == 0:
+        return [
+            {"type": "text", "text": text},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": IMAGE_B64},
+            },
+        ]
+    if draw(st.integers(0, 5)) == 0:
+        return [{"type": "text", "text": text}]
+    return text
+
+
+@st.composite
+def conversations(draw: st.DrawFn, shape: str | None = None) -> list[dict[str, Any]]:
+    """A valid conversation in one provider shape, with ids m1, m2, ..."""
+    shape = shape or draw(st.sampled_from(["openai", "anthropic"]))
+    messages: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": "You are helpful."})
+    call_no = 0
+    for _turn in range(draw(st.integers(1, 5))):
+        messages.append(user("question " + draw(_texts)))
+        if draw(st.integers(0, 4)) == 0:
+            messages.append(user("<command-name>/clear</command-name>", meta=True))
+        for _round in range(draw(st.integers(0, 3))):
+            calls = []
+            for _ in range(draw(st.integers(1, 3))):
+                call_no += 1
+                calls.append((f"call_{call_no}", draw(st.sampled_from(["bash", "read", "grep"]))))
+            if shape == "openai":
+                messages.append(oa_call(*calls))
+                for cid, _ in calls:
+                    result = oa_result(cid, draw(result_content("openai")))
+                    if draw(st.integers(0, 6)) == 0:
+                        result["is_error"] = True
+                    messages.append(result)
+            else:
+                messages.append(an_call(*calls, thinking=draw(st.booleans())))
+                messages.append(
+                    an_results(
+                        *(
+                            (cid, draw(result_content("anthropic")), draw(st.integers(0, 6)) == 0)
+                            for cid, _ in calls
+                        )
+                    )
+                )
+        messages.append(assistant("answer " + draw(_texts)))
+    return with_ids(messages)

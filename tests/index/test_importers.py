@@ -1,0 +1,269 @@
+"""Importers on the real transcripts in ../shared/transcripts and on crafted edge cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from index import ImportFormatError, InvalidArgumentError, Workspace
+from index._importers import STUB_TEXT
+from placeholders import ReplayPolicy, check_pairing, is_genuine_user, result_slots
+from tests.conftest import TRANSCRIPTS
+from tests.placeholders.test_replay import parse_call
+
+REAL_FILES = sorted(p for p in TRANSCRIPTS.rglob("*") if p.suffix in (".json", ".jsonl"))
+
+
+def test_transcripts_are_present() -> None:
+    assert len(REAL_FILES) == 22, "expected the 22 transcript files described in SOURCES.md"
+
+
+def _conversation_id_for(path: Path) -> str | None:
+    # Two mini-swe-agent runs of the same instance share an instance id: name them by run.
+    if path.name.endswith(".traj.json"):
+        return f"{path.parent.parent.name}/{path.parent.name}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def real_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    home = tmp_path_factory.mktemp("real")
+    ids: dict[str, list[str]] = {}
+    with Workspace(home) as ws:
+        for path in REAL_FILES:
+            ids[str(path)] = ws.ingest(path, conversation_id=_conversation_id_for(path))
+    return home, ids
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+def test_real_transcript_imports_replays_and_round_trips(
+    real_home: tuple[Path, dict[str, list[str]]], path: Path
+) -> None:
+    home, ids = real_home
+    with Workspace(home) as ws:
+        for cid in ids[str(path)]:
+            originals = ws.messages(cid)
+            assert originals, f"{cid} imported no messages"
+            assert check_pairing(originals) == []
+            for policy in (ReplayPolicy(), ReplayPolicy(age_unit="assistant_turn")):
+                result = ws.replay(cid, policy)
+                assert check_pairing(result.messages) == []
+                assert result.chars_out <= result.chars_in
+                checked = 0
+                for new, old in zip(result.messages, originals, strict=True):
+                    for s_new, s_old in zip(result_slots(new), result_slots(old), strict=True):
+                        if s_new.content == s_old.content:
+                            continue
+                        text = (
+                            s_new.content
+                            if isinstance(s_new.content, str)
+                            else s_new.content[0]["text"]
+                        )
+                        conv, mid, call = parse_call(text)
+                        read = ws.conversation_read(conv, mid, call)
+                        assert read["content"] == (s_old.content if call else old["content"])
+                        checked += 1
+                assert checked == result.placeholders
+
+
+def test_real_claude_code_session_facts(real_home: tuple[Path, dict[str, list[str]]]) -> None:
+    home, ids = real_home
+    path = TRANSCRIPTS / "claude-code-m-claude" / "21037e11-89de-484d-abba-8705254aa991.jsonl"
+    with Workspace(home) as ws:
+        (cid,) = ids[str(path)]
+        assert cid == "21037e11-89de-484d-abba-8705254aa991"
+        info = ws.info(cid)
+        assert "28 unreadable lines skipped" in info.notes
+        messages = ws.messages(cid)
+        # Records sharing message.id were merged: no two assistants in a row from one API call.
+        assert sum(is_genuine_user(m) for m in messages) >= 10
+        assert ws.replay(cid).placeholders > 0
+
+
+def test_subagent_log_becomes_its_own_conversation(
+    real_home: tuple[Path, dict[str, list[str]]],
+) -> None:
+    home, ids = real_home
+    (cid,) = ids[str(TRANSCRIPTS / "claude-code-m-claude" / "agent-abc3cb6.jsonl")]
+    assert cid == "agent-abc3cb6"
+    with Workspace(home) as ws:
+        assert any("subagent log" in n for n in ws.info(cid).notes)
+
+
+def test_tau_bench_is_one_conversation_per_trajectory(
+    real_home: tuple[Path, dict[str, list[str]]],
+) -> None:
+    _, ids = real_home
+    tau = ids[str(TRANSCRIPTS / "tau-bench" / "gpt-4o-airline.json")]
+    assert len(tau) == 200
+    assert "gpt-4o-airline-task0-trial0" in tau
+
+
+def test_mini_swe_agent_exit_is_meta(real_home: tuple[Path, dict[str, list[str]]]) -> None:
+    home, ids = real_home
+    path = next(p for p in REAL_FILES if p.name.endswith(".traj.json"))
+    with Workspace(home) as ws:
+        messages = ws.messages(ids[str(path)][0])
+    assert messages[-1]["meta"] is True
+    assert messages[-1]["source_role"] == "exit"
+    assert sum(is_genuine_user(m) for m in messages) == 1
+
+
+def _write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def cc(
+    kind: str, content: Any, uuid: str, *, msg_id: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if msg_id:
+        message["id"] = msg_id
+    return {
+        "type": kind,
+        "sessionId": "sess-1",
+        "uuid": uuid,
+        "isSidechain": False,
+        "message": message,
+        **extra,
+    }
+
+
+def test_claude_code_merge_meta_broken_lines_and_stubs(tmp_path: Path) -> None:
+    records = [
+        {"type": "summary", "summary": "x"},
+        cc("user", "please check", "u1"),
+        cc(
+            "assistant",
+            [{"type": "thinking", "thinking": "t", "signature": "s"}],
+            "a1",
+            msg_id="msg_1",
+        ),
+        cc(
+            "assistant",
+            [{"type": "tool_use", "id": "T1", "name": "Bash", "input": {}}],
+            "a2",
+            msg_id="msg_1",
+        ),
+        cc("user", [{"type": "tool_result", "tool_use_id": "T1", "content": "one"}], "r1"),
+        cc(
+            "assistant",
+            [{"type": "tool_use", "id": "T2", "name": "Read", "input": {}}],
+            "a3",
+            msg_id="msg_1",
+        ),
+        cc("user", [{"type": "tool_result", "tool_use_id": "T2", "content": "two"}], "r2"),
+        '{"type": "user", "message": {"role": "us',  # a line cut by a redaction pass
+        cc("user", "<command-name>/clear</command-name>", "u2"),
+        cc("user", "caveat", "u3", isMeta=True),
+        cc("user", [{"type": "tool_result", "tool_use_id": "GHOST", "content": "orphan"}], "r3"),
+        cc(
+            "assistant",
+            [{"type": "tool_use", "id": "T3", "name": "Bash", "input": {}}],
+            "a4",
+            msg_id="msg_2",
+        ),
+        cc("assistant", [{"type": "text", "text": "side"}], "s1", msg_id="msg_9", isSidechain=True),
+    ]
+    path = _write_jsonl(tmp_path / "session.jsonl", records)
+    with Workspace(tmp_path / "home") as ws:
+        (cid,) = ws.ingest(path)
+        assert cid == "sess-1"
+        messages = ws.messages(cid)
+        notes = ws.info(cid).notes
+    assert [m["role"] for m in messages] == [
+        "user",
+        "assistant",
+        "user",
+        "user",
+        "user",
+        "assistant",
+        "user",
+    ]
+    merged = messages[1]
+    assert merged["id"] == "a1"
+    assert [b["type"] for b in merged["content"]] == ["thinking", "tool_use", "tool_use"]
+    assert [b["tool_use_id"] for b in messages[2]["content"]] == ["T1", "T2"]
+    assert messages[3]["meta"] is True
+    assert messages[4]["meta"] is True
+    stub = messages[6]
+    assert stub["content"][0]["tool_use_id"] == "T3"
+    assert stub["content"][0]["content"] == STUB_TEXT
+    assert check_pairing(messages) == []
+    assert "1 unreadable lines skipped" in notes
+    assert "1 sidechain records skipped" in notes
+    assert any("without a call" in n for n in notes)
+    assert any("got an explicit stub result" in n for n in notes)
+
+
+def test_openai_jsonl_and_json_array_import_the_same(tmp_path: Path) -> None:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "r"},
+    ]
+    (tmp_path / "a.json").write_text(json.dumps(messages))
+    _write_jsonl(tmp_path / "b.jsonl", messages)
+    with Workspace(tmp_path / "home") as ws:
+        (a,) = ws.ingest(tmp_path / "a.json")
+        (b,) = ws.ingest(tmp_path / "b.jsonl")
+        assert (a, b) == ("a", "b")
+        assert ws.info(a).format == "openai"
+        assert [m["content"] for m in ws.messages(a)] == [m["content"] for m in ws.messages(b)]
+
+
+def test_reingesting_a_grown_log_appends_only_new_messages(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    first = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}]
+    _write_jsonl(path, first)
+    with Workspace(tmp_path / "home") as ws:
+        ws.ingest(path)
+        ws.ingest(path)  # unchanged: a no-op
+        assert len(ws.messages("chat")) == 2
+        _write_jsonl(path, [*first, {"role": "user", "content": "q2"}])
+        ws.ingest(path)
+        assert [m["content"] for m in ws.messages("chat")] == ["q1", "a1", "q2"]
+        _write_jsonl(path, [{"role": "user", "content": "different"}, *first])
+        with pytest.raises(ImportFormatError, match="already stored with different messages"):
+            ws.ingest(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "fmt", "match"),
+    [
+        ("not json at all", "auto", "cannot tell the format"),
+        ('{"hello": 1}', "auto", "cannot tell the format"),
+        ('[{"role": "user", "content": "x"}, 5]', "openai", "item 1 is not a message"),
+        ('{"messages": 3}', "mini-swe-agent", "object with 'messages'"),
+        ('[{"nope": 1}]', "tau-bench", "element 0 has no 'traj'"),
+    ],
+    ids=["garbage", "object", "bad-item", "bad-traj", "bad-tau"],
+)
+def test_bad_logs_get_clear_errors(tmp_path: Path, content: str, fmt: str, match: str) -> None:
+    path = tmp_path / "log.json"
+    path.write_text(content)
+    with Workspace(tmp_path / "home") as ws, pytest.raises(ImportFormatError, match=match):
+        ws.ingest(path, format=fmt)
+    with Workspace(tmp_path / "home") as ws:
+        assert ws.conversations() == []
+
+
+def test_unknown_format_and_non_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "log.json"
+    path.write_bytes(b"\xff\xfe\x00junk")
+    with Workspace(tmp_path / "home") as ws:
+        with pytest.raises(InvalidArgumentError, match="format must be one of"):
+            ws.ingest(path, format="yaml")
+        with pytest.raises(ImportFormatError, match="not UTF-8"):
+            ws.ingest(path)

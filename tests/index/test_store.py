@@ -1,0 +1,219 @@
+"""The store: byte-exact originals, stable ids, append-only, several processes at once."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from index import ConversationNotFoundError, InvalidArgumentError, Workspace
+from placeholders import check_pairing, result_slots
+from tests.builders import an_call, an_results, conversations, user
+from tests.placeholders.test_replay import parse_call
+
+TRICKY_TEXTS = [
+    "درآمد فصلی افزایش یافت",  # Persian
+    "مرحبا بالعالم",  # Arabic
+    "emoji 😀👩‍👩‍👧 and flags 🇮🇷",
+    "e\u0301 combining, \u200c zwnj, \u202e bidi",
+    "crlf\r\nlines\r\n",
+    "tabs\tand \x1b escapes and \x7f",
+    "lone \ud800 surrogate",
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_TEXTS, ids=range(len(TRICKY_TEXTS)))
+def test_messages_round_trip_exactly(tmp_path: Path, text: str) -> None:
+    with Workspace(tmp_path) as ws:
+        nested = {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": text},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t",
+                    "content": [{"type": "text", "text": text}],
+                },
+            ],
+            "extra": {"n": 1.5, "flag": None, "list": [1, "x", {"k": text}]},
+        }
+        mid = ws.append("c", nested)
+        stored = ws.messages("c")[0]
+        assert stored == {**nested, "id": mid}
+        assert json.dumps(stored, ensure_ascii=False) == json.dumps(
+            {**nested, "id": mid}, ensure_ascii=False
+        )
+        read = ws.conversation_read("c", mid)
+        assert read["content"] == nested["content"]
+        assert read["message"] == stored
+    with Workspace(tmp_path) as again:  # survives reopening
+        assert again.messages("c")[0]["content"] == nested["content"]
+
+
+def test_ids_are_assigned_stable_and_never_reused(tmp_path: Path) -> None:
+    with Workspace(tmp_path) as ws:
+        assert ws.append("c", user("a")) == "m1"
+        assert ws.append("c", {**user("b"), "id": "m3"}) == "m3"
+        # Position 3 would be m3, which is taken: the store picks a fresh id instead.
+        assert ws.append("c", user("c")) == "m3-2"
+        with pytest.raises(InvalidArgumentError, match="'m1' already exists"):
+            ws.append("c", {**user("d"), "id": "m1"})
+        assert [m["id"] for m in ws.messages("c")] == ["m1", "m3", "m3-2"]
+
+
+@pytest.mark.parametrize(
+    ("message", "match"),
+    [
+        ({"content": "no role"}, "needs a string 'role'"),
+        ({"role": "user", "content": float("nan")}, "not JSON data"),
+        ({"role": "user", "content": b"bytes"}, "not JSON data"),
+        ({"role": "user", "content": "x", "id": 5}, "id must be a string"),
+        ({"role": "user", "content": "x", "id": "a\nb"}, "printable"),
+    ],
+    ids=["no-role", "nan", "bytes", "int-id", "newline-id"],
+)
+def test_bad_messages_are_refused_and_nothing_is_stored(
+    tmp_path: Path, message: Any, match: str
+) -> None:
+    with Workspace(tmp_path) as ws:
+        ws.append("c", user("kept"))
+        with pytest.raises(InvalidArgumentError, match=match):
+            ws.append("c", message)
+        assert [m["content"] for m in ws.messages("c")] == ["kept"]
+
+
+def test_unknown_ids_say_what_to_do(tmp_path: Path) -> None:
+    with Workspace(tmp_path) as ws:
+        ws.append("c", user("a"))
+        with pytest.raises(ConversationNotFoundError, match="no conversation 'nope'"):
+            ws.conversation_read("nope", "m1")
+        with pytest.raises(ConversationNotFoundError, match="no message 'm9' in conversation 'c'"):
+            ws.conversation_read("c", "m9")
+        with pytest.raises(ConversationNotFoundError, match="holds no result for tool call 'x'"):
+            ws.conversation_read("c", "m1", tool_call_id="x")
+
+
+def test_allowlist_hides_other_conversations(tmp_path: Path) -> None:
+    with Workspace(tmp_path) as ws:
+        ws.append("secret", user("s"))
+        ws.append("open", user("o"))
+    with Workspace(tmp_path, conversations=["open"]) as limited:
+        assert limited.conversations() == ["open"]
+        with pytest.raises(ConversationNotFoundError, match="no conversation 'secret'"):
+            limited.conversation_read("secret", "m1")
+
+
+def test_conversation_read_of_one_result_among_several(tmp_path: Path) -> None:
+    with Workspace(tmp_path) as ws:
+        ws.append("c", user("q"))
+        ws.append("c", an_call(("a", "bash"), ("b", "grep")))
+        mid = ws.append(
+            "c", an_results(("a", "alpha", False), ("b", [{"type": "text", "text": "beta"}], True))
+        )
+        read = ws.conversation_read("c", mid, tool_call_id="b")
+        assert read["content"] == [{"type": "text", "text": "beta"}]
+        assert read["is_error"] is True
+        assert read["tool_call_id"] == "b"
+
+
+@settings(max_examples=40, deadline=None)
+@given(messages=conversations())
+def test_every_placeholder_round_trips_through_conversation_read(
+    messages: list[dict[str, Any]],
+) -> None:
+    with tempfile.TemporaryDirectory() as home, Workspace(home) as ws:
+        for m in messages:
+            ws.append("conv", m)
+        result = ws.replay("conv")
+        assert check_pairing(result.messages) == []
+        seen = 0
+        for new, old in zip(result.messages, messages, strict=True):
+            for slot_new, slot_old in zip(result_slots(new), result_slots(old), strict=True):
+                if slot_new.content == slot_old.content:
+                    continue
+                text = (
+                    slot_new.content
+                    if isinstance(slot_new.content, str)
+                    else slot_new.content[0]["text"]
+                )
+                cid, mid, call = parse_call(text)
+                read = ws.call(
+                    "conversation_read",
+                    {"conversation_id": cid, "message_id": mid, "tool_call_id": call},
+                )
+                original = slot_old.content if call is not None else old["content"]
+                assert read["content"] == original
+                assert json.dumps(read["content"], ensure_ascii=False) == json.dumps(
+                    original, ensure_ascii=False
+                )
+                seen += 1
+        assert seen == result.placeholders
+
+
+def _append_many(home: str, conversation: str, tag: str, count: int) -> None:
+    with Workspace(home) as ws:
+        for i in range(count):
+            ws.append(conversation, user(f"{tag}-{i}"))
+
+
+def test_two_processes_appending_to_one_conversation_lose_nothing(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    workers = [
+        ctx.Process(target=_append_many, args=(str(tmp_path), "shared", tag, 60)) for tag in "ab"
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    with Workspace(tmp_path) as ws:
+        texts = [m["content"] for m in ws.messages("shared")]
+    assert sorted(texts) == sorted(f"{t}-{i}" for t in "ab" for i in range(60))
+    for tag in "ab":  # each writer's own order is kept
+        mine = [t for t in texts if t.startswith(tag)]
+        assert mine == [f"{tag}-{i}" for i in range(60)]
+    assert len({m for m in texts}) == 120
+
+
+WRITER = """
+import sys
+from index import Workspace
+ws = Workspace(sys.argv[1])
+for i in range(100000):
+    ws.append("c", {"role": "user", "content": f"msg-{i}"})
+    print(i, flush=True)
+"""
+
+
+def test_sigkill_loses_no_acknowledged_append(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+    assert proc.stdout is not None
+    acknowledged = -1
+    deadline = time.monotonic() + 30
+    while acknowledged < 40 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line:
+            acknowledged = int(line)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    assert acknowledged >= 40
+    with Workspace(tmp_path) as ws:
+        texts = [m["content"] for m in ws.messages("c")]
+    assert texts[: acknowledged + 1] == [f"msg-{i}" for i in range(acknowledged + 1)]

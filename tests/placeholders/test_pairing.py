@@ -1,0 +1,70 @@
+"""check_pairing finds what providers reject, in both shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from placeholders import check_pairing
+from tests.builders import an_call, an_results, assistant, oa_call, oa_result, user
+
+CASES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
+    "valid-openai-parallel": (
+        [
+            user("q"),
+            oa_call(("a", "x"), ("b", "y")),
+            oa_result("b", "1"),
+            oa_result("a", "2"),
+            assistant("ok"),
+        ],
+        [],
+    ),
+    "valid-anthropic": (
+        [user("q"), an_call(("a", "x")), an_results(("a", "1", False)), assistant("ok")],
+        [],
+    ),
+    "openai-missing-result": (
+        [user("q"), oa_call(("a", "x"), ("b", "y")), oa_result("a", "1"), assistant("ok")],
+        ["tool call 'b' in message 1 has no result right after it"],
+    ),
+    "openai-orphan-result": (
+        [user("q"), oa_result("zz", "1")],
+        ["message 1 is a tool result for 'zz', which the assistant message before it did not call"],
+    ),
+    "anthropic-result-not-adjacent": (
+        [user("q"), an_call(("a", "x")), user("interrupt"), an_results(("a", "1", False))],
+        [
+            "tool call 'a' in message 1 has no result right after it",
+            "message 3 has a tool_result for 'a'",
+        ],
+    ),
+    "starts-with-assistant": (
+        [{"role": "system", "content": "s"}, assistant("hi"), user("q")],
+        ["message 1 is the first after the system prompt but has role 'assistant'"],
+    ),
+    "same-id-twice-in-one-message": (
+        [user("q"), oa_call(("a", "x"), ("a", "y")), oa_result("a", "1")],
+        ["message 1 makes tool call id 'a' twice"],
+    ),
+    "id-reused-in-a-later-turn-is-fine": (
+        [
+            user("q"),
+            oa_call(("a", "x")),
+            oa_result("a", "1"),
+            user("q2"),
+            oa_call(("a", "x")),
+            oa_result("a", "2"),
+        ],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES), ids=str)
+def test_check_pairing(name: str) -> None:
+    messages, expected = CASES[name]
+    problems = check_pairing(messages)
+    assert len(problems) == len(expected), problems
+    for problem, prefix in zip(problems, expected, strict=True):
+        assert problem.startswith(prefix), problem

@@ -1,0 +1,335 @@
+"""replay(): the rule, the placeholder format, and its invariants (hypothesis)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placeholders import (
+    PLACEHOLDER_MARKER,
+    InvalidMessagesError,
+    ReplayPolicy,
+    check_pairing,
+    content_chars,
+    is_genuine_user,
+    is_placeholder,
+    replay,
+)
+from tests.builders import (
+    IMAGE_B64,
+    an_call,
+    an_results,
+    assistant,
+    conversations,
+    dumps,
+    oa_call,
+    oa_result,
+    user,
+    with_ids,
+)
+
+CALL = re.compile(
+    r'conversation_read\(conversation_id=("(?:[^"\\]|\\.)*"), message_id=("(?:[^"\\]|\\.)*")'
+    r'(?:, tool_call_id=("(?:[^"\\]|\\.)*"))?\)'
+)
+
+
+def parse_call(text: str) -> tuple[str, str, str | None]:
+    match = CALL.search(text)
+    assert match, text
+    tool_call = json.loads(match.group(3)) if match.group(3) else None
+    return json.loads(match.group(1)), json.loads(match.group(2)), tool_call
+
+
+def three_exchanges(size: int, *, shape: str = "openai") -> list[dict[str, Any]]:
+    if shape == "openai":
+        first = [oa_call(("c1", "bash")), oa_result("c1", "x" * size)]
+    else:
+        first = [an_call(("c1", "bash")), an_results(("c1", "x" * size, False))]
+    return with_ids(
+        [
+            user("u1"),
+            *first,
+            assistant("a1"),
+            user("u2"),
+            assistant("a2"),
+            user("u3"),
+            assistant("a3"),
+        ]
+    )
+
+
+# --- the rule ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
+def test_stale_result_at_threshold_becomes_a_placeholder(shape: str) -> None:
+    messages = three_exchanges(2000, shape=shape)
+    result = replay(messages, conversation_id="c1")
+    assert result.placeholders == 1
+    assert result.elided_chars == 2000
+    replaced = result.messages[2]
+    text = replaced["content"] if shape == "openai" else replaced["content"][0]["content"]
+    assert text.startswith(PLACEHOLDER_MARKER)
+    assert parse_call(text) == ("c1", "m3", None)
+    assert '"bash"' in text
+    assert "2,000 chars" in text
+    assert "older than the last 2 user exchanges" in text
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
+def test_stale_result_below_threshold_stays(shape: str) -> None:
+    messages = three_exchanges(1999, shape=shape)
+    result = replay(messages, conversation_id="c1")
+    assert result.placeholders == 0
+    assert result.messages == messages
+
+
+def test_large_result_inside_the_last_two_exchanges_stays() -> None:
+    messages = with_ids(
+        [
+            user("u1"),
+            assistant("a1"),
+            user("u2"),
+            oa_call(("c1", "bash")),
+            oa_result("c1", "x" * 5000),
+            assistant("a2"),
+            user("u3"),
+            assistant("a3"),
+        ]
+    )
+    assert replay(messages, conversation_id="c1").placeholders == 0
+
+
+def test_one_user_message_and_thirty_round_trips_is_one_exchange() -> None:
+    messages = [user("do the task")]
+    for i in range(30):
+        messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "y" * 3000)]
+    messages = with_ids([*messages, assistant("done")])
+    assert replay(messages, conversation_id="c").placeholders == 0
+    loop = replay(messages, conversation_id="c", policy=ReplayPolicy(age_unit="assistant_turn"))
+    # Everything before the 5th most recent assistant turn ages out in agent-loop mode.
+    assert loop.placeholders == 26
+    assert check_pairing(loop.messages) == []
+
+
+def test_anthropic_tool_results_in_user_messages_are_not_exchanges() -> None:
+    messages = [user("start")]
+    for i in range(5):
+        messages += [an_call((f"t{i}", "read")), an_results((f"t{i}", "z" * 4000, False))]
+    messages = with_ids(messages)
+    assert sum(is_genuine_user(m) for m in messages) == 1
+    assert replay(messages, conversation_id="c").placeholders == 0
+
+
+def test_meta_user_messages_do_not_count_as_exchanges() -> None:
+    messages = three_exchanges(3000)
+    # Replace the genuine u3 by an injected one: only two exchanges remain, nothing is stale.
+    messages[6] = {**messages[6], "meta": True}
+    assert replay(messages, conversation_id="c1").placeholders == 0
+
+
+def test_several_results_in_one_message_name_their_tool_call() -> None:
+    messages = with_ids(
+        [
+            user("u1"),
+            an_call(("a", "bash"), ("b", "grep")),
+            an_results(("a", "x" * 3000, False), ("b", "y" * 3000, True)),
+            assistant("a1"),
+            user("u2"),
+            user("u3"),
+        ]
+    )
+    result = replay(messages, conversation_id="c9")
+    blocks = result.messages[2]["content"]
+    assert [b["tool_use_id"] for b in blocks] == ["a", "b"]
+    assert [b["is_error"] for b in blocks] == [False, True]
+    assert parse_call(blocks[0]["content"]) == ("c9", "m3", "a")
+    assert parse_call(blocks[1]["content"]) == ("c9", "m3", "b")
+    assert "It was an error result." in blocks[1]["content"]
+    assert result.messages[1] is messages[1], "the assistant's call stays untouched"
+
+
+def test_images_in_stale_results_are_elided_with_the_text() -> None:
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": IMAGE_B64},
+    }
+    messages = with_ids(
+        [
+            user("u1"),
+            an_call(("s", "screenshot")),
+            an_results(("s", [{"type": "text", "text": "ok"}, image], False)),
+            user("u2"),
+            user("u3"),
+        ]
+    )
+    result = replay(messages, conversation_id="c")
+    content = result.messages[2]["content"][0]["content"]
+    assert content == [{"type": "text", "text": content[0]["text"]}]
+    assert "1 image" in content[0]["text"]
+    assert IMAGE_B64 not in dumps(result.messages)
+
+
+def test_exclude_tools_keeps_their_results() -> None:
+    messages = three_exchanges(5000)
+    result = replay(messages, conversation_id="c1", policy=ReplayPolicy(exclude_tools={"bash"}))
+    assert result.placeholders == 0
+
+
+@pytest.mark.parametrize(("preview", "present"), [(0, False), (50, True)], ids=["off", "50"])
+def test_preview_chars(preview: int, present: bool) -> None:
+    messages = three_exchanges(3000)
+    messages[2]["content"] = "HEAD-" + "x" * 2995
+    text = replay(
+        messages, conversation_id="c1", policy=ReplayPolicy(preview_chars=preview)
+    ).messages[2]["content"]
+    assert ('Head: "HEAD-' in text) is present
+    if present:
+        assert len(text) < 400
+
+
+def test_placeholder_ids_are_quoted_safely() -> None:
+    messages = three_exchanges(3000)
+    messages[2]["id"] = 'weird"id\\with\nstuff'
+    text = replay(messages, conversation_id='conv "x"').messages[2]["content"]
+    assert parse_call(text) == ('conv "x"', 'weird"id\\with\nstuff', None)
+
+
+def test_message_to_elide_without_id_is_a_clear_error() -> None:
+    messages = three_exchanges(3000)
+    del messages[2]["id"]
+    with pytest.raises(
+        InvalidMessagesError, match="message 2 holds a stale tool result but has no string 'id'"
+    ):
+        replay(messages, conversation_id="c1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"min_chars": 0}, "min_chars must be >= 1, got 0"),
+        ({"keep_user_exchanges": True}, "keep_user_exchanges must be an int, got bool"),
+        ({"age_unit": "turn"}, "age_unit must be one of"),
+        ({"preview_chars": 5000}, "preview_chars must be <= 2000"),
+        ({"exclude_tools": "bash"}, "exclude_tools must be a collection"),
+        ({"min_savings": -1}, "min_savings must be >= 0"),
+    ],
+    ids=str,
+)
+def test_policy_validation(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidMessagesError, match=match):
+        ReplayPolicy(**kwargs)
+
+
+def test_bad_messages_are_rejected() -> None:
+    with pytest.raises(InvalidMessagesError, match="message 1 is not a dict"):
+        replay([user("a"), "oops"], conversation_id="c")  # type: ignore[list-item]
+    with pytest.raises(InvalidMessagesError, match="conversation_id must be a non-empty str"):
+        replay([], conversation_id="")
+
+
+def test_stats_add_up() -> None:
+    messages = three_exchanges(5000)
+    result = replay(messages, conversation_id="c1")
+    assert result.chars_in == sum(content_chars(m) for m in messages)
+    assert result.chars_out == sum(content_chars(m) for m in result.messages)
+    assert result.stats()["placeholders"] == 1
+
+
+def test_min_savings_batches_elisions() -> None:
+    messages = [user("u0")]
+    for i in range(4):
+        messages += [
+            oa_call((f"c{i}", "bash")),
+            oa_result(f"c{i}", "x" * 3000),
+            assistant("ok"),
+            user(f"u{i + 1}"),
+        ]
+    messages = with_ids(messages)
+    # Three results are stale; each saves ~2,600 chars, so a batch of 6,000 needs three.
+    batched = replay(messages, conversation_id="c", policy=ReplayPolicy(min_savings=6000))
+    assert batched.placeholders == 3
+    fewer = replay(messages[:-4], conversation_id="c", policy=ReplayPolicy(min_savings=6000))
+    assert fewer.placeholders == 0  # only two stale: under the batch size, nothing changes yet
+
+
+# --- invariants (hypothesis) ------------------------------------------------------------------
+
+POLICIES = st.sampled_from(
+    [
+        ReplayPolicy(),
+        ReplayPolicy(age_unit="assistant_turn", keep_assistant_turns=2),
+        ReplayPolicy(min_savings=5000),
+        ReplayPolicy(keep_user_exchanges=1, preview_chars=0),
+        ReplayPolicy(min_chars=10),
+    ]
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(messages=conversations(), policy=POLICIES)
+def test_replay_is_pure_deterministic_idempotent_and_keeps_pairing(
+    messages: list[dict[str, Any]], policy: ReplayPolicy
+) -> None:
+    before = copy.deepcopy(messages)
+    first = replay(messages, conversation_id="c", policy=policy)
+    assert messages == before, "input mutated"
+    second = replay(copy.deepcopy(messages), conversation_id="c", policy=policy)
+    assert dumps(first.messages) == dumps(second.messages)
+    again = replay(first.messages, conversation_id="c", policy=policy)
+    assert dumps(again.messages) == dumps(first.messages)
+    assert check_pairing(messages) == []
+    assert check_pairing(first.messages) == []
+    assert len(first.messages) == len(messages)
+    for old, new in zip(messages, first.messages, strict=True):
+        assert content_chars(new) <= content_chars(old)
+        assert new["role"] == old["role"]
+        assert new.get("tool_call_id") == old.get("tool_call_id")
+        if isinstance(old["content"], list):
+            assert [b.get("type") for b in new["content"]] == [
+                b.get("type") for b in old["content"]
+            ]
+            assert [b.get("tool_use_id") for b in new["content"]] == [
+                b.get("tool_use_id") for b in old["content"]
+            ]
+            assert [b.get("is_error") for b in new["content"]] == [
+                b.get("is_error") for b in old["content"]
+            ]
+        if old["role"] == "assistant":
+            assert new is old
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    messages=conversations(),
+    policy=st.sampled_from([ReplayPolicy(), ReplayPolicy(min_savings=5000)]),
+)
+def test_bytes_change_only_when_a_genuine_user_exchange_arrives(
+    messages: list[dict[str, Any]], policy: ReplayPolicy
+) -> None:
+    previous = replay(messages[:1], conversation_id="c", policy=policy).messages
+    elided: set[int] = set()
+    for k in range(2, len(messages) + 1):
+        current = replay(messages[:k], conversation_id="c", policy=policy).messages
+        changed = [j for j in range(k - 1) if dumps(current[j]) != dumps(previous[j])]
+        if changed:
+            assert is_genuine_user(messages[k - 1]), f"message {k - 1} changed earlier bytes"
+        now = {j for j, m in enumerate(current) if dumps(m) != dumps(messages[j])}
+        assert elided <= now, "an elided result came back"
+        elided = now
+        previous = current
+
+
+def test_placeholder_detection() -> None:
+    messages = three_exchanges(3000)
+    text = replay(messages, conversation_id="c1").messages[2]["content"]
+    assert is_placeholder(text)
+    assert is_placeholder([{"type": "text", "text": text}])
+    assert not is_placeholder("[elided tool result] but no call")

@@ -1,0 +1,125 @@
+"""`leanreplay ingest / replay / call / tools / conversations` through click's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from index.cli import cli
+from tests.conftest import SAMPLES, TRANSCRIPTS
+from tests.placeholders.test_replay import parse_call
+
+
+def run(home: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_ingest_replay_and_call_round_trip(tmp_path: Path) -> None:
+    code, out = run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"))
+    assert code == 0
+    assert out.startswith("conversation: 8 messages, anthropic")
+    code, out = run(tmp_path, "replay", "conversation", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["stats"]["placeholders"] == 1
+    placeholder = data["messages"][2]["content"][0]["content"]
+    cid, mid, _ = parse_call(placeholder)
+    args = {"conversation_id": cid, "message_id": mid}
+    code, out = run(tmp_path, "call", "conversation_read", json.dumps(args))
+    assert code == 0
+    read = json.loads(out)
+    original = json.loads((SAMPLES / "conversation.jsonl").read_text().splitlines()[2])
+    assert read["content"] == original["content"]
+
+
+def test_replay_text_mode_shows_transcript_and_stats(tmp_path: Path) -> None:
+    code, out = run(tmp_path, "replay", str(SAMPLES / "conversation.jsonl"))
+    assert code == 0
+    assert "== conversation ==" in out
+    assert "[elided tool result]" in out
+    assert "1 placeholders" in out
+
+
+def test_replay_of_a_real_agent_loop_by_assistant_turns(tmp_path: Path) -> None:
+    path = next(TRANSCRIPTS.rglob("*.traj.json"))
+    code, out = run(tmp_path, "replay", str(path), "--age-unit", "assistant_turn", "--json")
+    assert code == 0
+    assert json.loads(out)["stats"]["placeholders"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["call", "conversation_read", "{bad json"], "ARGUMENTS must be a JSON object"),
+        (["call", "conversation_read", "[]"], "takes a JSON object of arguments"),
+        (["call", "conversation_read", '{"conversation_id": "x"}'], "message_id: Field required"),
+        (
+            ["call", "conversation_read", '{"conversation_id": 5, "message_id": "m1"}'],
+            "conversation_id: Input should be a valid string",
+        ),
+        (
+            [
+                "call",
+                "conversation_read",
+                '{"conversation_id": "x", "message_id": "m", "extra": 1}',
+            ],
+            "extra: Extra inputs are not permitted",
+        ),
+        (
+            ["call", "conversation_read", '{"conversation_id": "nope", "message_id": "m1"}'],
+            "no conversation 'nope'",
+        ),
+        (["call", "rm_rf", "{}"], "unknown tool 'rm_rf'"),
+        (["replay", "no-such-conversation"], "no conversation 'no-such-conversation'"),
+    ],
+    ids=[
+        "json",
+        "array",
+        "missing",
+        "type",
+        "extra",
+        "unknown-conv",
+        "unknown-tool",
+        "replay-unknown",
+    ],
+)
+def test_errors_are_one_line_with_nonzero_exit(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    code, out = run(tmp_path, *args)
+    assert code == 1
+    assert message in out
+    assert "Traceback" not in out
+    assert out.startswith("Error: ")
+    assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"], ids=str)
+def test_tools_schemas(fmt: str, tmp_path: Path) -> None:
+    code, out = run(tmp_path, "tools", "--format", fmt)
+    assert code == 0
+    schemas = json.loads(out)
+    names = [s["function"]["name"] if fmt == "openai" else s["name"] for s in schemas]
+    assert "conversation_read" in names
+    for s in schemas:
+        description = s["function"]["description"] if fmt == "openai" else s["description"]
+        assert 10 < len(description) < 300
+
+
+def test_conversations_lists_ingested(tmp_path: Path) -> None:
+    run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"), "--conversation-id", "demo-1")
+    code, out = run(tmp_path, "conversations")
+    assert code == 0
+    assert out.startswith("demo-1\t8 messages\tanthropic")
+
+
+def test_home_from_environment(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["ingest", str(SAMPLES / "conversation.jsonl")], env={"LEANREPLAY_HOME": str(tmp_path)}
+    )
+    assert result.exit_code == 0
+    assert (tmp_path / "store.sqlite3").is_file()
