@@ -12,6 +12,7 @@ import os
 import re
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -118,6 +119,10 @@ class Store:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
+                    (uuid.uuid4().hex,),
+                )
                 row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
                 if row is None:
                     self._db.execute(
@@ -128,6 +133,9 @@ class Store:
                         f"store {self.path} has schema {row[0]}, newer than this leanreplay "
                         f"({SCHEMA_VERSION}); upgrade leanreplay"
                     )
+            (self.identity,) = self._db.execute(
+                "SELECT value FROM meta WHERE key='store_id'"
+            ).fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
 

@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 __all__ = ["TOOL_NAMES", "ToolSpec", "call_tool", "tool_schemas", "tool_spec"]
 
 # The model-facing tools, in the order they are listed.
-TOOL_NAMES = ("conversation_read",)
+TOOL_NAMES = (
+    "pdf_info",
+    "pdf_search",
+    "pdf_read",
+    "file_read",
+    "file_search",
+    "image_view",
+    "conversation_read",
+    "conversation_search",
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ def tool_spec(name: str) -> ToolSpec:
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     for param in list(inspect.signature(fn).parameters.values())[1:]:
+        if param.kind is inspect.Parameter.KEYWORD_ONLY:
+            continue  # runtime hooks such as progress callbacks are not model arguments
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (hints[param.name], default)
     model = pydantic.create_model(
@@ -118,7 +129,10 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
     return model.model_dump()
 
 
-def call_tool(workspace: Workspace, name: str, arguments: object) -> Any:
-    """Validate ``arguments`` and run the tool on ``workspace``."""
+def call_tool(workspace: Workspace, name: str, arguments: object, **hooks: Any) -> Any:
+    """Validate ``arguments`` and run the tool on ``workspace``; ``hooks`` (such as
+    ``progress``) go to tools that accept them."""
     values = validate_arguments(name, arguments)
-    return getattr(workspace, name)(**values)
+    fn = getattr(workspace, name)
+    accepted = {k: v for k, v in hooks.items() if k in inspect.signature(fn).parameters}
+    return fn(**values, **accepted)

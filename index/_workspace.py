@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from pydantic import Field
 
-from placeholders import ReplayPolicy, ReplayResult, replay, result_slots
+from cards import card_for, pdf_facts
+from placeholders import ReplayPolicy, ReplayResult, read_call, replay, result_slots
 
-from ._errors import ConversationNotFoundError, ImportFormatError
+from ._convindex import MessageIndex
+from ._errors import (
+    ConversationNotFoundError,
+    ImportFormatError,
+    InvalidArgumentError,
+    WrongFileTypeError,
+)
+from ._images import view_image
 from ._importers import load
+from ._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
+from ._paths import OpenFile, open_confined, resolve_roots
+from ._pdfindex import PageIndex, fingerprint
+from ._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
 from ._store import ConversationInfo, Store, check_id, encode_message
 from ._tools import call_tool
 
-__all__ = ["Workspace"]
+__all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "Workspace"]
+
+MAX_PDF_READ_PAGES = 20
+MAX_PDF_READ_CHARS = 40_000
 
 
 class Workspace:
@@ -36,12 +52,16 @@ class Workspace:
         conversations: Iterable[str] | None = None,
     ) -> None:
         self.home = os.path.abspath(os.fspath(home))
-        self.roots = tuple(os.path.realpath(os.fspath(r)) for r in roots)
+        self.roots = resolve_roots([os.fspath(r) for r in roots])
         self.allowed = frozenset(conversations) if conversations is not None else None
         self.store = Store(self.home)
+        self._page_index: PageIndex | None = None
+        self._message_index: MessageIndex | None = None
 
     def close(self) -> None:
         self.store.close()
+        self._page_index = None
+        self._message_index = None
 
     def __enter__(self) -> Workspace:
         return self
@@ -134,10 +154,12 @@ class Workspace:
 
     # tools
 
-    def call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+    def call(
+        self, tool: str, arguments: Mapping[str, Any], *, progress: ProgressCallback | None = None
+    ) -> Any:
         """Run a model-facing tool by name with JSON arguments, validated against its
         signature (what the CLI ``call`` command and the MCP server do)."""
-        return call_tool(self, tool, arguments)
+        return call_tool(self, tool, arguments, progress=progress)
 
     def conversation_read(
         self,
@@ -181,3 +203,228 @@ class Workspace:
             out["content"] = slots[0].content
             out["is_error"] = slots[0].is_error
         return out
+
+    def file_read(
+        self,
+        path: Annotated[
+            str, Field(description="File path, absolute or relative to the first root.")
+        ],
+        start_line: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
+        end_line: Annotated[
+            int | None,
+            Field(
+                ge=1, description=f"Last line to return; default start_line + {MAX_READ_LINES - 1}."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Read numbered lines of a text file of any size; long output is cut with a `next` call.
+
+        Returns ``content`` as ``"N\\ttext"`` lines, ``end_line``, ``total_lines`` (once known),
+        ``notes`` and ``next``.
+        """
+        if end_line is not None and end_line < start_line:
+            raise InvalidArgumentError(f"end_line {end_line} is before start_line {start_line}")
+        with open_confined(path, self.roots) as f:
+            return read_lines(LineIndex(f, self._lines_dir), start_line, end_line)
+
+    def file_search(
+        self,
+        path: Annotated[
+            str, Field(description="File path, absolute or relative to the first root.")
+        ],
+        query: Annotated[
+            str, Field(min_length=1, max_length=1000, description="Literal text to find.")
+        ],
+        limit: Annotated[
+            int, Field(ge=1, le=500, description="Most matching lines to return.")
+        ] = 50,
+        ignore_case: Annotated[bool, Field(description="Match ASCII letters in any case.")] = False,
+        start_line: Annotated[int, Field(ge=1, description="Line to start searching from.")] = 1,
+    ) -> dict[str, Any]:
+        """Find lines containing literal text in a text file of any size, with line numbers."""
+        with open_confined(path, self.roots) as f:
+            return search_lines(
+                LineIndex(f, self._lines_dir),
+                query,
+                limit,
+                ignore_case=ignore_case,
+                start_line=start_line,
+            )
+
+    @property
+    def _lines_dir(self) -> str:
+        return os.path.join(self.home, "lines")
+
+    # PDFs
+
+    @property
+    def _pages(self) -> PageIndex:
+        if self._page_index is None:
+            self._page_index = PageIndex(self.home)
+        return self._page_index
+
+    def _pdf_pages(self, f: OpenFile) -> int:
+        """Page count of a confined PDF: the card's lazy probe, else the text backend's."""
+        head = os.pread(f.fd, 1024, 0)
+        if b"%PDF-" not in head:
+            raise WrongFileTypeError(f"{f.path!r} is not a PDF; use file_read or image_view")
+        facts = pdf_facts(f"/proc/self/fd/{f.fd}") if os.path.exists("/proc/self/fd") else None
+        if facts is not None and facts.pages is not None:
+            return facts.pages
+        try:
+            return page_count(f.path, (f.dev, f.ino))
+        except Exception as exc:  # noqa: BLE001 - any backend failure is the file's problem
+            raise WrongFileTypeError(f"{f.path!r} cannot be read as a PDF: {exc}") from None
+
+    def pdf_info(
+        self,
+        path: Annotated[
+            str, Field(description="PDF path, absolute or relative to the first root.")
+        ],
+    ) -> dict[str, Any]:
+        """Show a PDF's facts (pages, version, encryption), its metadata and top-level outline."""
+        with open_confined(path, self.roots) as f:
+            card = card_for(f"/proc/self/fd/{f.fd}", name=os.path.basename(f.path)).to_dict()
+            card["path"] = f.path
+            if card["kind"] != "pdf":
+                raise WrongFileTypeError(f"{f.path!r} is {card['mime']}, not a PDF")
+            try:
+                card.update(pdf_metadata(f.path, (f.dev, f.ino)))
+            except Exception as exc:  # noqa: BLE001 - metadata is a bonus; the card stands
+                card["notes"] = [f"metadata unreadable: {type(exc).__name__}: {exc}"]
+            return card
+
+    def pdf_search(
+        self,
+        path: Annotated[
+            str, Field(description="PDF path, absolute or relative to the first root.")
+        ],
+        query: Annotated[
+            str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
+        ],
+        limit: Annotated[int, Field(ge=1, le=50, description="Most pages to return.")] = 10,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Find the PDF pages that best match words or a phrase, with snippets.
+
+        The first search of a file extracts and indexes its pages (progress is reported);
+        later searches reuse the index until the file changes.
+        """
+        with open_confined(path, self.roots) as f:
+            pages = self._pdf_pages(f)
+            file_id, indexed_now = self._pages.ensure(f, pages, progress)
+            hits = self._pages.search(file_id, query, limit)
+            return {
+                "path": f.path,
+                "query": query,
+                "pages": pages,
+                "indexed_now": indexed_now,
+                "hits": hits,
+                "next": (
+                    f'pdf_read(path={json.dumps(f.path)}, pages="{hits[0]["page"]}")'
+                    if hits
+                    else None
+                ),
+            }
+
+    def pdf_read(
+        self,
+        path: Annotated[
+            str, Field(description="PDF path, absolute or relative to the first root.")
+        ],
+        pages: Annotated[
+            str,
+            Field(
+                pattern=r"^\s*\d+\s*(-\s*\d+\s*)?$",
+                description='A page or range, e.g. "7" or "3-5".',
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Return the text of a page range of a PDF, at most 20 pages or 40,000 chars per call."""
+        first_text, _, last_text = pages.partition("-")
+        first = int(first_text)
+        last = int(last_text) if last_text.strip() else first
+        if first < 1 or last < first:
+            raise InvalidArgumentError(
+                f'pages must be "N" or "A-B" with 1 <= A <= B, got {pages!r}'
+            )
+        with open_confined(path, self.roots) as f:
+            total = self._pdf_pages(f)
+            if first > total:
+                raise InvalidArgumentError(
+                    f"page {first} is past the end: the PDF has {total} pages"
+                )
+            last = min(last, total, first + MAX_PDF_READ_PAGES - 1)
+            file_id = fingerprint(f)
+            known = (
+                self._pages.page_texts(file_id, first, last)
+                if self._pages.indexed_pages(file_id)
+                else {}
+            )
+            missing = [p for p in range(first, last + 1) if p not in known]
+            if missing:
+                texts = extract_range(f.path, (f.dev, f.ino), missing[0] - 1, missing[-1])
+                known.update(zip(range(missing[0], missing[-1] + 1), texts, strict=True))
+            out: list[dict[str, Any]] = []
+            chars, shown = 0, first - 1
+            for number in range(first, last + 1):
+                text = known[number]
+                if out and chars + len(text) > MAX_PDF_READ_CHARS:
+                    break
+                if len(text) > MAX_PDF_READ_CHARS:
+                    text = text[:MAX_PDF_READ_CHARS] + " [... page cut]"
+                out.append({"page": number, "text": text})
+                chars += len(text)
+                shown = number
+            nxt = None
+            if shown < total:
+                end = min(total, shown + MAX_PDF_READ_PAGES)
+                nxt = f'pdf_read(path={json.dumps(f.path)}, pages="{shown + 1}-{end}")'
+            return {"path": f.path, "total_pages": total, "pages": out, "next": nxt}
+
+    # images
+
+    def image_view(
+        self,
+        path: Annotated[
+            str, Field(description="Image path, absolute or relative to the first root.")
+        ],
+        max_side: Annotated[
+            int, Field(ge=16, le=4096, description="Longest side of the returned image.")
+        ] = 1568,
+    ) -> dict[str, Any]:
+        """Show an image file, downscaled to at most max_side pixels, as image content."""
+        with open_confined(path, self.roots) as f:
+            return view_image(f, max_side)
+
+    # conversation search
+
+    @property
+    def _messages_index(self) -> MessageIndex:
+        if self._message_index is None:
+            self._message_index = MessageIndex(self.home, self.store)
+        return self._message_index
+
+    def conversation_search(
+        self,
+        query: Annotated[
+            str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
+        ],
+        conversation_id: Annotated[
+            str | None, Field(description="Search only this conversation; default all.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most messages to return.")] = 10,
+    ) -> dict[str, Any]:
+        """Search stored messages (folded ones too); returns ids, snippets and read calls."""
+        scope: list[str] | None = None
+        if conversation_id is not None:
+            scope = [self._visible(conversation_id)]
+        elif self.allowed is not None:
+            scope = sorted(self.allowed)
+        index = self._messages_index
+        index.catch_up()
+        hits = index.search(query, conversations=scope, limit=limit)
+        for hit in hits:
+            hit["read"] = read_call(hit["conversation_id"], hit["message_id"])
+        return {"query": query, "hits": hits}

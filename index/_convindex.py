@@ -1,0 +1,164 @@
+"""Stored messages in Tantivy, for conversation_search.
+
+The index follows the store: each search first adds the messages stored since the last one
+(tracked by SQLite rowid in a small state file). The store is the truth; an index that is
+missing, from another schema or another store, or corrupt is rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import tantivy
+
+from placeholders import result_slots, tool_calls
+
+from ._store import Store
+from ._tantivy import DerivedIndex, build_query, snippet_text
+
+__all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
+
+MESSAGES_VERSION = 1
+MAX_INDEXED_CHARS = 1_000_000  # per message
+SNIPPET_CHARS = 240
+_BATCH = 5000
+
+
+def _schema() -> Any:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("conversation_id", stored=True, fast=True, tokenizer_name="raw")
+    sb.add_text_field("message_id", stored=True, tokenizer_name="raw")
+    sb.add_unsigned_field("seq", stored=True, indexed=True, fast=True)
+    sb.add_text_field("role", stored=True, tokenizer_name="raw")
+    sb.add_text_field("tool", stored=True)
+    sb.add_text_field("text", stored=True)
+    return sb.build()
+
+
+def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
+    """(searchable text, tool names) of a message in either provider shape."""
+    parts: list[str] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, Mapping):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                parts.append(block["thinking"])
+            elif kind in ("tool_use", "server_tool_use"):
+                parts.append(json.dumps(block.get("input"), ensure_ascii=False))
+    for slot in result_slots(message):
+        if slot.block is not None:
+            parts.append(slot.text())
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
+            parts.append(function["arguments"])
+    tools = " ".join(name for _, name in tool_calls(message))
+    return "\n".join(parts)[:MAX_INDEXED_CHARS], tools
+
+
+class MessageIndex:
+    def __init__(self, home: str, store: Store) -> None:
+        self.store = store
+        directory = os.path.join(home, "index", f"messages-v{MESSAGES_VERSION}")
+        self.index = DerivedIndex(directory, _schema)
+        self.state_path = directory + ".state.json"
+
+    def _state(self) -> int:
+        if self.index.rebuilt:
+            return 0
+        try:
+            with open(self.state_path) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            return 0
+        if state.get("store") != self.store.identity or not isinstance(state.get("rowid"), int):
+            return -1  # another store: start over
+        return int(state["rowid"])
+
+    def catch_up(self) -> int:
+        """Index what the store holds beyond the last indexed row; returns rows added."""
+        last = self._state()
+        added = 0
+        if last < 0:
+            with self.index.writer() as writer:
+                writer.delete_all_documents()
+            last = 0
+        while True:
+            rows = self.store.all_messages(after_rowid=last, limit=_BATCH)
+            if not rows:
+                break
+            with self.index.writer() as writer:
+                for _, stored in rows:
+                    # Re-adding a message replaces it, so an interrupted catch-up is harmless.
+                    writer.delete_documents_by_term(
+                        "message_id", f"{stored.conversation_id}\x00{stored.id}"
+                    )
+                    text, tools = message_text(stored.message())
+                    writer.add_document(
+                        self.index.document(
+                            {
+                                "conversation_id": stored.conversation_id,
+                                "message_id": f"{stored.conversation_id}\x00{stored.id}",
+                                "seq": stored.seq,
+                                "role": stored.role,
+                                "tool": tools,
+                                "text": text,
+                            }
+                        )
+                    )
+            last = rows[-1][0]
+            added += len(rows)
+            self._save(last)
+        self.index.rebuilt = False
+        return added
+
+    def _save(self, rowid: int) -> None:
+        tmp = f"{self.state_path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"store": self.store.identity, "rowid": rowid}, f)
+        os.replace(tmp, self.state_path)
+
+    def search(
+        self, query_text: str, *, conversations: list[str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        query = build_query(self.index, query_text, "text")
+        clauses = [(tantivy.Occur.Must, query)]
+        if conversations is not None:
+            clauses.append(
+                (
+                    tantivy.Occur.Must,
+                    tantivy.Query.term_set_query(
+                        self.index.schema, "conversation_id", conversations
+                    ),
+                )
+            )
+        scoped = tantivy.Query.boolean_query(clauses)
+        searcher = self.index.searcher()
+        result = searcher.search(scoped, limit=limit)
+        generator = tantivy.SnippetGenerator.create(searcher, scoped, self.index.schema, "text")
+        generator.set_max_num_chars(SNIPPET_CHARS)
+        hits = []
+        for score, address in result.hits:
+            doc = searcher.doc(address)
+            hits.append(
+                {
+                    "conversation_id": doc["conversation_id"][0],
+                    "message_id": doc["message_id"][0].split("\x00", 1)[1],
+                    "seq": int(doc["seq"][0]),
+                    "role": doc["role"][0],
+                    "tools": doc["tool"][0] or None,
+                    "score": round(float(score), 4),
+                    "snippet": snippet_text(generator, doc, doc["text"][0], SNIPPET_CHARS),
+                }
+            )
+        return hits

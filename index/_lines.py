@@ -1,0 +1,358 @@
+"""Numbered lines of text files of any size, read through a persisted sparse line index.
+
+The index counts newlines per 256 KiB block. It is built lazily, only as far as a read
+needs, in 16 MiB chunks scanned by two threads (NumPy when installed, which releases the
+GIL; ``bytes.count`` otherwise), and saved under the workspace home so a later call, or
+another process, seeks straight to a line. Memory stays flat: nothing ever holds more than a
+few chunks of the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import threading
+import time
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
+from typing import Any
+
+from ._errors import InvalidArgumentError
+from ._paths import OpenFile
+
+_np: Any
+try:  # the optional "fast" extra: a vectorized newline count that releases the GIL
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised when the extra is not installed
+    _np = None
+
+__all__ = [
+    "BLOCK",
+    "MAX_LINE_CHARS",
+    "MAX_READ_CHARS",
+    "MAX_READ_LINES",
+    "LineIndex",
+    "read_lines",
+    "search_lines",
+]
+
+BLOCK = 256 * 1024  # bytes per counted block: a random read scans at most one
+CHUNK = 64 * BLOCK  # bytes per scan task
+MAX_READ_LINES = 2000  # lines per file_read call (the convention of coding agents)
+MAX_READ_CHARS = 40_000  # chars per file_read call
+MAX_LINE_CHARS = 2000  # a longer line is cut with a note
+MAX_SEARCH_LINE_CHARS = 300
+MAX_SEARCH_SECONDS = 20.0
+INDEX_VERSION = 1
+_WINDOW = 64 * 1024
+_FINGERPRINT_BYTES = 4096
+_save_lock = threading.Lock()
+
+
+def _count_block_numpy(view: Any) -> list[int]:
+    assert _np is not None
+    eq = _np.frombuffer(view, dtype=_np.uint8) == 10
+    return [int(_np.count_nonzero(eq[i : i + BLOCK])) for i in range(0, len(eq), BLOCK)]
+
+
+def _count_block_bytes(view: Any) -> list[int]:
+    return [bytes(view[i : i + BLOCK]).count(b"\n") for i in range(0, len(view), BLOCK)]
+
+
+_count_blocks: Callable[[Any], list[int]] = (
+    _count_block_numpy if _np is not None else _count_block_bytes
+)
+
+
+class LineIndex:
+    """Newline counts per block of one file, extended on demand and persisted."""
+
+    def __init__(self, file: OpenFile, cache_dir: str) -> None:
+        self.file = file
+        self.counts = array("I")  # newlines in each complete block, from offset 0
+        self.cache_path = os.path.join(
+            cache_dir,
+            hashlib.sha256(f"{file.dev}:{file.ino}:{file.path}".encode()).hexdigest()[:32]
+            + ".lines",
+        )
+        self._cumulative: list[int] | None = None
+        self._load()
+
+    # persistence
+
+    def _fingerprint(self, end: int) -> str:
+        head = os.pread(self.file.fd, _FINGERPRINT_BYTES, 0)
+        start = max(0, end - _FINGERPRINT_BYTES)
+        tail = os.pread(self.file.fd, end - start, start)
+        return hashlib.sha256(head + b"|" + tail).hexdigest()
+
+    def _load(self) -> None:
+        try:
+            with open(self.cache_path, "rb") as f:
+                header = json.loads(f.readline())
+                body = f.read()
+        except (OSError, ValueError):
+            return
+        blocks = int(header.get("blocks", 0)) if header.get("version") == INDEX_VERSION else -1
+        old_size = header.get("size", -1)
+        if not 0 <= blocks * BLOCK <= self.file.size or len(body) != blocks * 4:
+            return
+        if old_size > self.file.size or (
+            old_size == self.file.size and header.get("mtime_ns") != self.file.mtime_ns
+        ):
+            return  # shrunk, or rewritten in place
+        # A log that only grew keeps its index, and the scan resumes where it stopped; the head
+        # and the bytes at the end of the scanned part must be what they were.
+        if header.get("fingerprint") != self._fingerprint(blocks * BLOCK):
+            return
+        counts = array("I")
+        counts.frombytes(body)
+        self.counts = counts
+
+    def save(self) -> None:
+        scanned = len(self.counts) * BLOCK
+        header = {
+            "version": INDEX_VERSION,
+            "path": self.file.path,
+            "size": self.file.size,
+            "mtime_ns": self.file.mtime_ns,
+            "blocks": len(self.counts),
+            "fingerprint": self._fingerprint(scanned),
+        }
+        os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
+        tmp = f"{self.cache_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with _save_lock, open(tmp, "wb") as f:
+            f.write(json.dumps(header).encode() + b"\n")
+            f.write(self.counts.tobytes())
+        os.replace(tmp, self.cache_path)
+
+    # scanning
+
+    @property
+    def complete_blocks(self) -> int:
+        return self.file.size // BLOCK
+
+    def scanned_newlines(self) -> int:
+        return self.cumulative()[-1]
+
+    def cumulative(self) -> list[int]:
+        """cumulative()[b] = newlines before block b (one more entry than blocks)."""
+        if self._cumulative is None or len(self._cumulative) != len(self.counts) + 1:
+            self._cumulative = [0, *accumulate(self.counts)]
+        return self._cumulative
+
+    def extend(self, until_newlines: int | None = None) -> None:
+        """Count blocks until ``until_newlines`` are known, or to the end of the file."""
+        total = self.complete_blocks
+        if len(self.counts) >= total:
+            return
+        if until_newlines is not None and self.scanned_newlines() >= until_newlines:
+            return
+        with (
+            mmap.mmap(self.file.fd, 0, access=mmap.ACCESS_READ) as view,
+            ThreadPoolExecutor(2) as pool,
+        ):
+            start = len(self.counts) * BLOCK
+            limit = total * BLOCK
+            known = self.scanned_newlines()
+            while start < limit:
+                # Two chunks at a time: one per core.
+                spans = [
+                    (s, min(s + CHUNK, limit))
+                    for s in range(start, min(start + 2 * CHUNK, limit), CHUNK)
+                ]
+                results = list(
+                    pool.map(lambda span: _count_blocks(memoryview(view)[span[0] : span[1]]), spans)
+                )
+                for counts in results:
+                    self.counts.extend(counts)
+                    known += sum(counts)
+                start = spans[-1][1]
+                if until_newlines is not None and known >= until_newlines:
+                    break
+        self._cumulative = None
+        self.save()
+
+    def tail_newlines(self) -> int:
+        """Newlines in the last, partial block (scanned each time; at most BLOCK bytes)."""
+        start = self.complete_blocks * BLOCK
+        return os.pread(self.file.fd, BLOCK, start).count(b"\n") if start < self.file.size else 0
+
+    def total_newlines(self) -> int | None:
+        """Newlines in the whole file, if every block has been counted."""
+        if len(self.counts) < self.complete_blocks:
+            return None
+        return self.scanned_newlines() + self.tail_newlines()
+
+    def newline_offset(self, k: int) -> int | None:
+        """Byte offset of the k-th newline (1-based), or None if the file has fewer."""
+        if k < 1:
+            raise ValueError("k must be >= 1")
+        self.extend(until_newlines=k)
+        cumulative = self.cumulative()
+        if cumulative[-1] >= k:
+            block = bisect_left(cumulative, k) - 1  # cumulative[block] < k <= cumulative[block+1]
+            base, need = block * BLOCK, k - cumulative[block]
+            data = os.pread(self.file.fd, BLOCK, base)
+        else:
+            base, need = len(self.counts) * BLOCK, k - cumulative[-1]
+            data = os.pread(self.file.fd, BLOCK, base)
+        pos = _nth(data, need)
+        return None if pos < 0 else base + pos
+
+
+def _nth(data: bytes, n: int) -> int:
+    """Index of the n-th newline in ``data`` (1-based), or -1."""
+    pos, step = 0, 16 * 1024
+    while pos < len(data):
+        c = data.count(b"\n", pos, pos + step)
+        if c >= n:
+            break
+        n -= c
+        pos += step
+    else:
+        return -1
+    at = pos - 1
+    for _ in range(n):
+        at = data.find(b"\n", at + 1)
+    return at
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[str, Any]:
+    """Numbered lines ``start_line``..``end_line`` (bounded), each ``"N\\ttext"``."""
+    fd, size = index.file.fd, index.file.size
+    last = (
+        start_line + MAX_READ_LINES - 1
+        if end_line is None
+        else min(end_line, start_line + MAX_READ_LINES - 1)
+    )
+    if start_line == 1:
+        pos = 0
+    else:
+        offset = index.newline_offset(start_line - 1)
+        if offset is None or offset + 1 > size or (offset + 1 == size):
+            newlines = index.total_newlines() or 0
+            lines = newlines + (1 if size and os.pread(fd, 1, size - 1) != b"\n" else 0)
+            raise InvalidArgumentError(
+                f"start_line {start_line} is past the end: the file has {lines:,} lines"
+            )
+        pos = offset + 1
+    out: list[str] = []
+    notes: list[str] = []
+    chars = 0
+    line_no = start_line
+    buf, buf_at = b"", pos
+    stopped_by = None
+    while line_no <= last and pos < size:
+        rel = pos - buf_at
+        nl = buf.find(b"\n", rel)
+        if nl < 0 and (len(buf) - rel < _WINDOW or rel > 0):
+            buf, buf_at = os.pread(fd, _WINDOW * 2, pos), pos
+            rel = 0
+            nl = buf.find(b"\n")
+        if nl < 0 and len(buf) - rel >= _WINDOW * 2 - 1:
+            # A very long line: show its head, find its end through the index.
+            text = _decode(buf[rel : rel + 4 * MAX_LINE_CHARS])[:MAX_LINE_CHARS]
+            end = index.newline_offset(line_no)
+            length = (end if end is not None else size) - pos
+            notes.append(f"line {line_no} is {length:,} bytes; cut after {MAX_LINE_CHARS:,} chars")
+            out.append(f"{line_no}\t{text} [... line cut]")
+            chars += len(text)
+            line_no += 1
+            pos = size if end is None else end + 1
+            buf, buf_at = b"", pos
+            continue
+        raw = buf[rel:] if nl < 0 else buf[rel:nl]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        text = _decode(raw)
+        if len(text) > MAX_LINE_CHARS:
+            notes.append(f"line {line_no} is {len(text):,} chars; cut after {MAX_LINE_CHARS:,}")
+            text = text[:MAX_LINE_CHARS] + " [... line cut]"
+        if chars + len(text) > MAX_READ_CHARS and out:
+            stopped_by = "chars"
+            break
+        out.append(f"{line_no}\t{text}")
+        chars += len(text)
+        line_no += 1
+        pos = buf_at + (nl + 1 if nl >= 0 else len(buf))
+    total = index.total_newlines()
+    total_lines: int | None = None
+    if total is not None:
+        total_lines = total + (1 if size and os.pread(fd, 1, size - 1) != b"\n" else 0)
+    more = pos < size and (end_line is None or line_no <= end_line)
+    if stopped_by == "chars":
+        notes.append(f"stopped at {MAX_READ_CHARS:,} chars")
+    result: dict[str, Any] = {
+        "path": index.file.path,
+        "start_line": start_line,
+        "end_line": line_no - 1,
+        "total_lines": total_lines,
+        "content": "\n".join(out),
+        "notes": notes,
+        "next": None,
+    }
+    if more:
+        result["next"] = f"file_read(path={json.dumps(index.file.path)}, start_line={line_no})"
+    return result
+
+
+def search_lines(
+    index: LineIndex, query: str, limit: int, *, ignore_case: bool, start_line: int = 1
+) -> dict[str, Any]:
+    """Lines containing ``query`` (literal), with their numbers; streaming and bounded."""
+    needle = query.encode("utf-8")
+    if ignore_case:
+        needle = needle.lower()
+    fd, size = index.file.fd, index.file.size
+    pos = 0 if start_line == 1 else (index.newline_offset(start_line - 1) or size) + 1
+    line_no = start_line
+    hits: list[dict[str, Any]] = []
+    deadline = time.monotonic() + MAX_SEARCH_SECONDS
+    stopped = None
+    while pos < size and len(hits) < limit:
+        if time.monotonic() > deadline:
+            stopped = line_no
+            break
+        chunk = os.pread(fd, CHUNK, pos)
+        # Work on whole lines: cut the chunk after its last newline (unless none).
+        cut = chunk.rfind(b"\n")
+        if cut >= 0 and pos + len(chunk) < size:
+            chunk = chunk[: cut + 1]
+        hay = chunk.lower() if ignore_case else chunk
+        at = hay.find(needle)
+        counted_to, counted = 0, 0
+        while at >= 0 and len(hits) < limit:
+            counted += chunk.count(b"\n", counted_to, at)
+            counted_to = at
+            begin = chunk.rfind(b"\n", 0, at) + 1
+            end = chunk.find(b"\n", at)
+            end = len(chunk) if end < 0 else end
+            text = _decode(chunk[begin : min(end, begin + 4 * MAX_SEARCH_LINE_CHARS)]).rstrip("\r")
+            hits.append({"line": line_no + counted, "text": text[:MAX_SEARCH_LINE_CHARS]})
+            at = hay.find(needle, end + 1) if end < len(chunk) else -1
+        line_no += chunk.count(b"\n")
+        pos += len(chunk)
+    result: dict[str, Any] = {"path": index.file.path, "query": query, "hits": hits, "next": None}
+    if len(hits) >= limit and pos < size:
+        last = hits[-1]["line"]
+        result["next"] = (
+            f"file_search(path={json.dumps(index.file.path)}, query={json.dumps(query)}, "
+            f"start_line={last + 1})"
+        )
+    if stopped is not None:
+        result["notes"] = [f"stopped after {MAX_SEARCH_SECONDS:.0f}s at line {stopped:,}"]
+        result["next"] = (
+            f"file_search(path={json.dumps(index.file.path)}, query={json.dumps(query)}, "
+            f"start_line={stopped})"
+        )
+    return result

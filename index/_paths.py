@@ -1,0 +1,130 @@
+"""Confinement: file tools open only regular files inside the configured roots.
+
+A path is resolved (symlinks, ``..``) first, and its containment checked per path component,
+so a root ``/data/allow`` never admits ``/data/allow_secret``. The file is then opened by
+walking from the root's own descriptor one component at a time with ``O_NOFOLLOW``: a symlink
+swapped in after the check makes the walk fail instead of escaping. The descriptor is
+``fstat``-ed before use, so FIFOs, devices, sockets and directories are refused without
+blocking.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
+
+__all__ = ["OpenFile", "open_confined", "resolve_roots"]
+
+MAX_PATH_CHARS = 4096
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    fd: int
+    path: str  # resolved, absolute
+    size: int
+    mtime_ns: int
+    dev: int
+    ino: int
+
+
+def resolve_roots(roots: Sequence[str]) -> tuple[str, ...]:
+    """Resolve each root once (a root may itself be a symlink) and require a directory."""
+    resolved = []
+    for root in roots:
+        real = os.path.realpath(root)
+        if not os.path.isdir(real):
+            raise InvalidArgumentError(f"root {root!r} is not a directory")
+        resolved.append(real)
+    return tuple(resolved)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _inside(root: str, path: str) -> bool:
+    return path == root or os.path.commonpath([root, path]) == root
+
+
+@contextmanager
+def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
+    """Open ``path`` read-only if it is a regular file inside one of ``roots``.
+
+    Relative paths resolve against the first root, never the process's working directory.
+    """
+    if not isinstance(path, str) or not path:
+        raise InvalidArgumentError("path must be a non-empty string")
+    if "\x00" in path or len(path) > MAX_PATH_CHARS:
+        raise InvalidArgumentError(f"path is not a valid file name: {path[:80]!r}")
+    if not roots:
+        raise OutsideRootsError("no roots are configured; start the workspace with --root DIR")
+    joined = path if os.path.isabs(path) else os.path.join(roots[0], path)
+    real = os.path.realpath(joined)
+    root = next((r for r in roots if _inside(r, real)), None)
+    if root is None:
+        raise OutsideRootsError(
+            f"{path!r} resolves to {real!r}, outside the allowed roots "
+            f"({', '.join(roots)}); read files inside them"
+        )
+    parts = [p for p in os.path.relpath(real, root).split(os.sep) if p not in ("", ".")]
+    fd = _walk(root, parts, path)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAFileError(
+                f"{path!r} is {_kind(st.st_mode)}; the file tools read regular files"
+            )
+        yield OpenFile(fd, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    finally:
+        os.close(fd)
+
+
+def _walk(root: str, parts: list[str], shown: str) -> int:
+    try:
+        current = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise NotFoundError(f"root {root!r} cannot be opened: {exc.strerror}") from None
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            try:
+                nxt = os.open(part, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=current)
+            except FileNotFoundError:
+                raise NotFoundError(f"no file at {shown!r}; check the name") from None
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.EMLINK):
+                    raise OutsideRootsError(
+                        f"{shown!r} changed into a symlink while it was opened; refused"
+                    ) from None
+                if exc.errno == errno.ENOTDIR:
+                    raise NotFoundError(
+                        f"no file at {shown!r}; a parent is not a directory"
+                    ) from None
+                if exc.errno == errno.EACCES:
+                    raise NotFoundError(f"{shown!r} is not readable (permission denied)") from None
+                raise NotFoundError(f"cannot open {shown!r}: {exc.strerror}") from None
+            os.close(current)
+            current = nxt
+        if not parts:
+            raise NotAFileError(f"{shown!r} is a directory; the file tools read regular files")
+        return current
+    except BaseException:
+        os.close(current)
+        raise

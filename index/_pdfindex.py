@@ -1,0 +1,151 @@
+"""PDF pages in Tantivy: one document per page, keyed by a fingerprint of the file.
+
+The first search of a file extracts and indexes its pages; a manifest document, committed
+with the pages, marks the file as complete. Later searches reuse the index until the file
+changes: the fingerprint covers size, mtime, inode and hashes of the head and tail, which a
+rewrite cannot cheaply keep equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import tantivy
+
+from ._paths import OpenFile
+from ._pdftext import ProgressCallback, extract_pages
+from ._tantivy import DerivedIndex, build_query, snippet_text
+
+__all__ = ["PAGES_VERSION", "PageIndex", "fingerprint"]
+
+PAGES_VERSION = 1
+SNIPPET_CHARS = 240
+_EDGE = 64 * 1024
+
+
+def fingerprint(f: OpenFile) -> str:
+    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.dev}:{f.ino}".encode())
+    h.update(os.pread(f.fd, _EDGE, 0))
+    h.update(os.pread(f.fd, _EDGE, max(0, f.size - _EDGE)))
+    return h.hexdigest()[:32]
+
+
+def _schema() -> Any:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("kind", stored=True, tokenizer_name="raw")  # "page" or "manifest"
+    sb.add_text_field("file_id", stored=True, fast=True, tokenizer_name="raw")
+    sb.add_text_field("path", stored=True, tokenizer_name="raw")
+    sb.add_unsigned_field("page", stored=True, indexed=True, fast=True)
+    sb.add_text_field("text", stored=True)
+    return sb.build()
+
+
+class PageIndex:
+    def __init__(self, home: str) -> None:
+        self.index = DerivedIndex(os.path.join(home, "index", f"pages-v{PAGES_VERSION}"), _schema)
+
+    def _term(self, field: str, value: str) -> Any:
+        return tantivy.Query.term_query(self.index.schema, field, value)
+
+    def _scope(self, file_id: str, kind: str) -> Any:
+        return tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, self._term("file_id", file_id)),
+                (tantivy.Occur.Must, self._term("kind", kind)),
+            ]
+        )
+
+    def indexed_pages(self, file_id: str) -> int | None:
+        """Page count of a completely indexed file, or None."""
+        searcher = self.index.searcher()
+        hits = searcher.search(self._scope(file_id, "manifest"), limit=1).hits
+        if not hits:
+            return None
+        return int(searcher.doc(hits[0][1])["page"][0])
+
+    def ensure(
+        self, f: OpenFile, pages: int, progress: ProgressCallback | None = None
+    ) -> tuple[str, bool]:
+        """Index the file's pages unless they are; returns (file_id, indexed now)."""
+        file_id = fingerprint(f)
+        if self.indexed_pages(file_id) is not None:
+            return file_id, False
+        texts = extract_pages(f.path, (f.dev, f.ino), pages, progress)
+        if progress is not None:
+            progress(pages, pages, "indexing pages")
+        with self.index.writer() as writer:
+            # Another process may have finished the same file meanwhile: replace, never double.
+            writer.delete_documents_by_term("file_id", file_id)
+            writer.delete_documents_by_term("path", f.path)
+            for number, text in enumerate(texts, start=1):
+                writer.add_document(
+                    self.index.document(
+                        {
+                            "kind": "page",
+                            "file_id": file_id,
+                            "path": f.path,
+                            "page": number,
+                            "text": text,
+                        }
+                    )
+                )
+            writer.add_document(
+                self.index.document(
+                    {
+                        "kind": "manifest",
+                        "file_id": file_id,
+                        "path": f.path,
+                        "page": len(texts),
+                        "text": "",
+                    }
+                )
+            )
+        return file_id, True
+
+    def search(self, file_id: str, query_text: str, limit: int) -> list[dict[str, Any]]:
+        query = build_query(self.index, query_text, "text")
+        scoped = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, query), (tantivy.Occur.Must, self._scope(file_id, "page"))]
+        )
+        searcher = self.index.searcher()
+        result = searcher.search(scoped, limit=limit)
+        generator = tantivy.SnippetGenerator.create(searcher, scoped, self.index.schema, "text")
+        generator.set_max_num_chars(SNIPPET_CHARS)
+        hits = []
+        for score, address in result.hits:
+            doc = searcher.doc(address)
+            text = doc["text"][0]
+            hits.append(
+                {
+                    "page": int(doc["page"][0]),
+                    "score": round(float(score), 4),
+                    "snippet": snippet_text(generator, doc, text, SNIPPET_CHARS),
+                }
+            )
+        return hits
+
+    def page_texts(self, file_id: str, first: int, last: int) -> dict[int, str]:
+        query = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, self._scope(file_id, "page")),
+                (
+                    tantivy.Occur.Must,
+                    tantivy.Query.range_query(
+                        self.index.schema,
+                        "page",
+                        tantivy.FieldType.Unsigned,
+                        lower_bound=first,
+                        upper_bound=last,
+                    ),
+                ),
+            ]
+        )
+        searcher = self.index.searcher()
+        hits = searcher.search(query, limit=last - first + 1).hits
+        out = {}
+        for _, address in hits:
+            doc = searcher.doc(address)
+            out[int(doc["page"][0])] = doc["text"][0]
+        return out

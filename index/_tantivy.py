@@ -1,0 +1,171 @@
+"""A Tantivy index on disk that is derived data: versioned, rebuilt when unusable, written by
+one process at a time, never trusted blindly.
+
+- The directory name carries the schema version; a missing, incompatible or corrupt index is
+  deleted and created anew (its owner then re-adds what it derives from the store or files).
+- Writers serialize across processes on an ``flock``; a writer that waits longer than
+  `WRITER_WAIT_S` gets `BusyError`. Inside a process a lock guards the writer, because a
+  tantivy writer shared by threads drops documents ("Already borrowed").
+- Commits are explicit; a failed batch is rolled back, never half-committed. Searchers are
+  reloaded after each commit so a process reads its own writes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import tantivy
+
+from ._errors import BusyError, InvalidArgumentError
+
+__all__ = ["WRITER_WAIT_S", "DerivedIndex", "build_query", "snippet_text"]
+
+WRITER_WAIT_S = 30.0
+WRITER_HEAP = 64_000_000
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_TERMS = 64
+
+_RESERVED = re.compile(r"[+\-&|!(){}\[\]^~*?:\\/<>=]")
+_OPERATORS = {"AND", "OR", "NOT", "IN"}
+
+
+class DerivedIndex:
+    def __init__(self, directory: str, build_schema: Callable[[], Any]) -> None:
+        self.directory = directory
+        self._build_schema = build_schema
+        self._thread_lock = threading.RLock()
+        os.makedirs(os.path.dirname(directory), exist_ok=True)
+        self.rebuilt = False
+        self.index = self._open()
+
+    def _open(self) -> Any:
+        schema = self._build_schema()
+        if os.path.isdir(self.directory):
+            try:
+                if tantivy.Index.exists(self.directory) and not tantivy.Index.is_compatible(
+                    self.directory
+                ):
+                    raise ValueError("index format is not compatible with this tantivy")
+                index = tantivy.Index(schema, path=self.directory, reuse=True)
+                index.searcher()  # fails on corrupt segment metadata
+                return index
+            except (ValueError, OSError):
+                with self._writer_lock():
+                    shutil.rmtree(self.directory, ignore_errors=True)
+                self.rebuilt = True
+        os.makedirs(self.directory, exist_ok=True)
+        return tantivy.Index(schema, path=self.directory, reuse=True)
+
+    @property
+    def schema(self) -> Any:
+        return self.index.schema
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        with open(self.directory + ".lock", "a+") as handle:
+            deadline = time.monotonic() + WRITER_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise BusyError(
+                            f"another process has been writing {self.directory} for over "
+                            f"{WRITER_WAIT_S:.0f}s; retry later"
+                        ) from None
+                    time.sleep(0.05)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
+    def writer(self) -> Iterator[Any]:
+        """One batch: commit on success, roll back on any error."""
+        with self._thread_lock, self._writer_lock():
+            writer = self._acquire()
+            try:
+                yield writer
+            except BaseException:
+                writer.rollback()
+                writer.wait_merging_threads()
+                raise
+            writer.commit()
+            writer.wait_merging_threads()
+            self.index.reload()
+
+    def _acquire(self) -> Any:
+        # The flock already serializes our processes; this also waits out a foreign writer.
+        deadline = time.monotonic() + WRITER_WAIT_S
+        while True:
+            try:
+                return self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+            except ValueError as exc:
+                if "LockBusy" not in str(exc) or time.monotonic() > deadline:
+                    raise BusyError(f"cannot take the writer of {self.directory}: {exc}") from None
+                time.sleep(0.05)
+
+    def searcher(self) -> Any:
+        return self.index.searcher()
+
+    def reload(self) -> None:
+        self.index.reload()
+
+    def document(self, values: dict[str, Any]) -> Any:
+        """A document typed by the schema: a mistyped field fails here, not at commit."""
+        return tantivy.Document.from_dict(values, self.schema)
+
+
+def build_query(index: DerivedIndex, text: object, field: str) -> Any:
+    """A query from a model's free text: words and balanced "phrases" only.
+
+    Field syntax, boolean operators and other query-language characters are treated as
+    plain text, so hostile input such as ``foo:bar``, ``"unbalanced`` or ``a AND`` searches
+    for its words instead of raising.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError("query must be a non-empty string")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidArgumentError(
+            f"query is {len(text)} chars, over the limit of {MAX_QUERY_CHARS}"
+        )
+    phrases: list[str] = []
+    if text.count('"') % 2 == 0:
+        phrases = [p for p in re.findall(r'"([^"]*)"', text) if p.strip()]
+        text = re.sub(r'"[^"]*"', " ", text)
+    words = [w for w in _RESERVED.sub(" ", text.replace('"', " ")).split() if w]
+    words = [w.lower() if w in _OPERATORS else w for w in words][:MAX_QUERY_TERMS]
+    parts = [" ".join(words)] if words else []
+    parts += ['"' + _RESERVED.sub(" ", p).replace('"', " ").strip() + '"' for p in phrases]
+    parts = [p for p in parts if p.strip('" ')]
+    if not parts:
+        raise InvalidArgumentError(f"query {text!r} has no searchable words; use plain words")
+    query, _errors = index.index.parse_query_lenient(" ".join(parts), default_field_names=[field])
+    return query
+
+
+def snippet_text(generator: Any, doc: Any, fallback: str, max_chars: int) -> str:
+    """The best fragment of ``doc`` with matches marked as **word**; offsets are UTF-8 bytes."""
+    snippet = generator.snippet_from_doc(doc)
+    fragment = snippet.fragment()
+    if not fragment:
+        return fallback[:max_chars]
+    raw = fragment.encode("utf-8")
+    out, last = [], 0
+    for span in sorted(snippet.highlighted(), key=lambda r: r.start):
+        if span.start < last:
+            continue
+        out.append(raw[last : span.start].decode("utf-8", "replace"))
+        out.append("**" + raw[span.start : span.end].decode("utf-8", "replace") + "**")
+        last = span.end
+    out.append(raw[last:].decode("utf-8", "replace"))
+    return " ".join("".join(out).split())
