@@ -131,7 +131,7 @@ class MessageIndex:
     def search(
         self, query_text: str, *, conversations: list[str] | None, limit: int
     ) -> list[dict[str, Any]]:
-        query = build_query(self.index, query_text, "text")
+        query = build_query(self.index, query_text, ["text", "tool"])
         clauses = [(tantivy.Occur.Must, query)]
         if conversations is not None:
             clauses.append(

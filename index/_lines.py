@@ -319,7 +319,8 @@ def search_lines(
     hits: list[dict[str, Any]] = []
     deadline = time.monotonic() + MAX_SEARCH_SECONDS
     stopped = None
-    while pos < size and len(hits) < limit:
+    more = False
+    while pos < size and not more:
         if time.monotonic() > deadline:
             stopped = line_no
             break
@@ -331,7 +332,10 @@ def search_lines(
         hay = chunk.lower() if ignore_case else chunk
         at = hay.find(needle)
         counted_to, counted = 0, 0
-        while at >= 0 and len(hits) < limit:
+        while at >= 0:
+            if len(hits) >= limit:
+                more = True  # a match beyond the limit: there is a next page
+                break
             counted += chunk.count(b"\n", counted_to, at)
             counted_to = at
             begin = chunk.rfind(b"\n", 0, at) + 1
@@ -343,7 +347,7 @@ def search_lines(
         line_no += chunk.count(b"\n")
         pos += len(chunk)
     result: dict[str, Any] = {"path": index.file.path, "query": query, "hits": hits, "next": None}
-    if len(hits) >= limit and pos < size:
+    if more:
         last = hits[-1]["line"]
         result["next"] = (
             f"file_search(path={json.dumps(index.file.path)}, query={json.dumps(query)}, "

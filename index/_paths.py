@@ -76,7 +76,12 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
     if not roots:
         raise OutsideRootsError("no roots are configured; start the workspace with --root DIR")
     joined = path if os.path.isabs(path) else os.path.join(roots[0], path)
-    real = os.path.realpath(joined)
+    try:
+        real = os.path.realpath(joined)
+    except OSError as exc:  # a link that changed while it was being resolved
+        raise NotFoundError(
+            f"{path!r} changed while it was resolved ({exc.strerror}); retry"
+        ) from None
     root = next((r for r in roots if _inside(r, real)), None)
     if root is None:
         raise OutsideRootsError(

@@ -105,7 +105,7 @@ class PageIndex:
         return file_id, True
 
     def search(self, file_id: str, query_text: str, limit: int) -> list[dict[str, Any]]:
-        query = build_query(self.index, query_text, "text")
+        query = build_query(self.index, query_text, ["text"])
         scoped = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, query), (tantivy.Occur.Must, self._scope(file_id, "page"))]
         )

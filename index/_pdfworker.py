@@ -7,6 +7,7 @@ stdin and answers each with one JSON line of page texts. It imports nothing from
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -15,7 +16,14 @@ import threading
 from collections import OrderedDict
 from typing import Any, BinaryIO
 
-__all__ = ["BACKEND", "MAX_PAGE_CHARS", "Identity", "extract_range", "page_count"]
+__all__ = [
+    "BACKEND",
+    "MAX_PAGE_CHARS",
+    "Identity",
+    "close_documents",
+    "extract_range",
+    "page_count",
+]
 
 MAX_PAGE_CHARS = 200_000  # a page with more text is cut (content streams can be hostile)
 
@@ -76,6 +84,19 @@ def _document(path: str, identity: Identity) -> Any:
             old_doc.close()
         old_file.close()
     return doc
+
+
+def close_documents() -> None:
+    """Close every cached document (at exit, and whenever a caller wants files released)."""
+    with _docs_lock:
+        while _open_docs:
+            _, (f, doc) = _open_docs.popitem()
+            if _pdfium is not None:
+                doc.close()
+            f.close()
+
+
+atexit.register(close_documents)
 
 
 def page_count(path: str, identity: Identity) -> int:

@@ -60,7 +60,8 @@ class DerivedIndex:
             except (ValueError, OSError):
                 with self._writer_lock():
                     shutil.rmtree(self.directory, ignore_errors=True)
-                self.rebuilt = True
+        # A new index: whoever derives it must add everything again.
+        self.rebuilt = True
         os.makedirs(self.directory, exist_ok=True)
         return tantivy.Index(schema, path=self.directory, reuse=True)
 
@@ -125,7 +126,7 @@ class DerivedIndex:
         return tantivy.Document.from_dict(values, self.schema)
 
 
-def build_query(index: DerivedIndex, text: object, field: str) -> Any:
+def build_query(index: DerivedIndex, text: object, fields: list[str]) -> Any:
     """A query from a model's free text: words and balanced "phrases" only.
 
     Field syntax, boolean operators and other query-language characters are treated as
@@ -149,7 +150,7 @@ def build_query(index: DerivedIndex, text: object, field: str) -> Any:
     parts = [p for p in parts if p.strip('" ')]
     if not parts:
         raise InvalidArgumentError(f"query {text!r} has no searchable words; use plain words")
-    query, _errors = index.index.parse_query_lenient(" ".join(parts), default_field_names=[field])
+    query, _errors = index.index.parse_query_lenient(" ".join(parts), default_field_names=fields)
     return query
 
 

@@ -273,6 +273,57 @@ def call(ctx: click.Context, tool: str, arguments: str) -> None:
 
 @cli.command()
 @click.option(
+    "--http",
+    "http_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.option(
+    "--token",
+    envvar="LEANREPLAY_TOKEN",
+    default=None,
+    help="Bearer token HTTP clients must send (or LEANREPLAY_TOKEN).",
+)
+@click.option("--no-auth", is_flag=True, help="Serve HTTP without a bearer token.")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback HTTP address.")
+@click.pass_context
+@library_errors
+def serve(
+    ctx: click.Context,
+    http_address: str | None,
+    token: str | None,
+    no_auth: bool,
+    allow_remote: bool,
+) -> None:
+    """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
+    from index import server  # only the serve command needs the MCP server stack
+
+    if http_address is not None:
+        host, _, port_text = http_address.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise click.ClickException(
+                f"--http takes HOST:PORT such as 127.0.0.1:8765, got {http_address!r}"
+            )
+        if not server.is_loopback(host) and not allow_remote:
+            raise click.ClickException(
+                f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
+            )
+        if token is None and not no_auth:
+            raise click.ClickException(
+                "HTTP needs a bearer token: pass --token or set LEANREPLAY_TOKEN (or --no-auth)"
+            )
+    ws = workspace(ctx)
+    if http_address is None:
+        server.serve_stdio(ws)
+        return
+    click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
+    server.serve_http(ws, host, int(port_text), None if no_auth else token)
+
+
+@cli.command()
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["openai", "anthropic", "mcp"]),

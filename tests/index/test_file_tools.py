@@ -1,0 +1,216 @@
+"""file_read and file_search: numbering, bounds, long lines, the persisted line index."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from index import InvalidArgumentError, Workspace, _lines
+from index._lines import BLOCK, MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, LineIndex
+from index._paths import open_confined
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    root = tmp_path / "root"
+    root.mkdir()
+    return Workspace(tmp_path / "home", [root])
+
+
+def write(ws: Workspace, name: str, data: bytes) -> str:
+    path = Path(ws.roots[0]) / name
+    path.write_bytes(data)
+    return name
+
+
+def numbered(lines: list[str], first: int = 1) -> str:
+    return "\n".join(f"{i}\t{line}" for i, line in enumerate(lines, start=first))
+
+
+def test_default_read_is_2000_numbered_lines_with_a_next_call(ws: Workspace) -> None:
+    lines = [f"line {i}" for i in range(1, 5001)]
+    name = write(ws, "a.txt", ("\n".join(lines) + "\n").encode())
+    result = ws.file_read(name)
+    assert result["content"] == numbered(lines[:MAX_READ_LINES])
+    assert result["end_line"] == MAX_READ_LINES
+    assert result["next"] == f'file_read(path="{Path(ws.roots[0]) / name}", start_line=2001)'
+    tail = ws.file_read(name, start_line=4990)
+    assert tail["content"] == numbered(lines[4989:], 4990)
+    assert tail["next"] is None
+    assert tail["total_lines"] == 5000
+
+
+def test_ranges_crlf_and_a_last_line_without_newline(ws: Workspace) -> None:
+    name = write(ws, "crlf.txt", b"one\r\ntwo\r\nthree")
+    assert ws.file_read(name, start_line=2, end_line=3)["content"] == "2\ttwo\n3\tthree"
+    assert ws.file_read(name)["total_lines"] == 3
+
+
+def test_invalid_utf8_is_replaced_not_fatal(ws: Workspace) -> None:
+    name = write(ws, "bad.txt", b"ok\n\xff\xfe broken \xc3\n")
+    assert ws.file_read(name)["content"] == "1\tok\n2\t\ufffd\ufffd broken \ufffd"
+
+
+def test_start_past_the_end_says_how_many_lines(ws: Workspace) -> None:
+    name = write(ws, "s.txt", b"a\nb\n")
+    with pytest.raises(
+        InvalidArgumentError, match="start_line 3 is past the end: the file has 2 lines"
+    ):
+        ws.file_read(name, start_line=3)
+    with pytest.raises(InvalidArgumentError, match="end_line 1 is before start_line 2"):
+        ws.file_read(name, start_line=2, end_line=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ({"start_line": 0}, "start_line: Input should be greater than or equal to 1"),
+        ({"start_line": True}, "start_line: Input should be a valid integer"),
+        ({"start_line": "5"}, "start_line: Input should be a valid integer"),
+        ({"end_line": -2}, "end_line"),
+    ],
+    ids=["zero", "bool", "string", "negative"],
+)
+def test_bad_arguments_are_explained(ws: Workspace, args: dict[str, object], match: str) -> None:
+    name = write(ws, "s.txt", b"a\n")
+    with pytest.raises(InvalidArgumentError, match=match):
+        ws.call("file_read", {"path": name, **args})
+
+
+def test_output_is_bounded_in_chars(ws: Workspace) -> None:
+    line = "x" * 1000
+    name = write(ws, "wide.txt", ((line + "\n") * 100).encode())
+    result = ws.file_read(name)
+    assert len(result["content"]) < MAX_READ_CHARS + 2000
+    assert result["end_line"] == MAX_READ_CHARS // 1000
+    assert any("stopped at" in n for n in result["notes"])
+    assert result["next"].endswith(f"start_line={result['end_line'] + 1})")
+
+
+def test_over_long_line_is_cut_with_a_note(ws: Workspace) -> None:
+    long = "y" * (MAX_LINE_CHARS + 500)
+    name = write(ws, "long.txt", f"short\n{long}\nafter\n".encode())
+    result = ws.file_read(name)
+    lines = result["content"].split("\n")
+    assert lines[0] == "1\tshort"
+    assert lines[1] == f"2\t{'y' * MAX_LINE_CHARS} [... line cut]"
+    assert lines[2] == "3\tafter"
+    assert any("line 2" in n for n in result["notes"])
+
+
+def test_file_with_no_newline_at_all_is_read_bounded(ws: Workspace) -> None:
+    path = Path(ws.roots[0]) / "blob.txt"
+    with path.open("wb") as f:
+        for _ in range(24):  # 24 MiB in one line
+            f.write(b"z" * (1024 * 1024))
+    result = ws.file_read("blob.txt")
+    assert result["content"] == f"1\t{'z' * MAX_LINE_CHARS} [... line cut]"
+    assert result["end_line"] == 1
+    assert result["total_lines"] == 1
+    assert result["next"] is None
+    assert any("25,165,824 bytes" in n for n in result["notes"])
+
+
+def test_index_is_persisted_and_reused_by_a_new_workspace(ws: Workspace) -> None:
+    lines = [f"row {i}" for i in range(200_000)]
+    name = write(ws, "big.txt", ("\n".join(lines) + "\n").encode())
+    assert ws.file_read(name, start_line=190_000, end_line=190_001)["content"] == numbered(
+        lines[189_999:190_001], 190_000
+    )
+    cache = Path(ws.home) / "lines"
+    assert len(list(cache.glob("*.lines"))) == 1
+    with Workspace(ws.home, ws.roots) as again, open_confined(name, again.roots) as f:
+        index = LineIndex(f, str(cache))
+        assert len(index.counts) == f.size // BLOCK, (
+            "the second process starts from the saved index"
+        )
+        assert index.total_newlines() == 200_000
+
+
+def test_index_of_a_grown_log_resumes_and_of_a_rewritten_file_restarts(ws: Workspace) -> None:
+    path = Path(ws.roots[0]) / "log.txt"
+    first = [f"a{i:07d}" for i in range(150_000)]
+    path.write_text("\n".join(first) + "\n")
+    assert ws.file_read("log.txt", start_line=150_000)["content"] == f"150000\t{first[-1]}"
+    more = [f"b{i:07d}" for i in range(50_000)]
+    with path.open("a") as f:
+        f.write("\n".join(more) + "\n")
+    assert ws.file_read("log.txt", start_line=199_999, end_line=200_000)["content"] == numbered(
+        more[-2:], 199_999
+    )
+    path.write_text("\n".join(["c"] * 10) + "\n")  # rewritten, shorter
+    assert ws.file_read("log.txt")["total_lines"] == 10
+
+
+def test_numpy_and_bytes_counters_agree() -> None:
+    if _lines._np is None:
+        pytest.skip("the numpy counter is part of the 'fast' extra")  # pragma: no cover
+    data = bytes(os.urandom(3 * BLOCK + 123))
+    assert _lines._count_block_numpy(memoryview(data)) == _lines._count_block_bytes(
+        memoryview(data)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(alphabet=st.characters(blacklist_characters="\n\r"), max_size=30),
+        min_size=1,
+        max_size=60,
+    ),
+    start=st.integers(1, 70),
+    span=st.integers(0, 20),
+)
+def test_reads_match_splitlines(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], start: int, span: int
+) -> None:
+    root = tmp_path_factory.mktemp("r")
+    (root / "f.txt").write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    with Workspace(root / "home", [root]) as w:
+        text = (root / "f.txt").read_bytes().decode("utf-8", "replace").split("\n")[:-1]
+        if start > len(text):
+            with pytest.raises(InvalidArgumentError, match="past the end"):
+                w.file_read("f.txt", start_line=start)
+            return
+        result = w.file_read("f.txt", start_line=start, end_line=start + span)
+        assert result["content"] == numbered(text[start - 1 : start + span], start)
+
+
+def test_search_finds_lines_with_numbers(ws: Workspace) -> None:
+    lines = [f"{'ERROR disk full' if i % 97 == 0 else 'INFO ok'} #{i}" for i in range(1, 20_001)]
+    name = write(ws, "log.txt", ("\n".join(lines) + "\n").encode())
+    result = ws.file_search(name, "ERROR", limit=500)
+    expected = [i for i, line in enumerate(lines, start=1) if "ERROR" in line]
+    assert [h["line"] for h in result["hits"]] == expected
+    assert result["hits"][0]["text"] == lines[expected[0] - 1]
+    assert result["next"] is None
+
+
+def test_search_limit_gives_a_next_call_and_ignore_case(ws: Workspace) -> None:
+    name = write(ws, "log.txt", b"".join(b"Alpha %d\n" % i for i in range(100)))
+    result = ws.file_search(name, "alpha", limit=10, ignore_case=True)
+    assert [h["line"] for h in result["hits"]] == list(range(1, 11))
+    assert "start_line=11" in result["next"]
+    assert ws.file_search(name, "alpha")["hits"] == []
+    later = ws.file_search(name, "Alpha", start_line=95)
+    assert [h["line"] for h in later["hits"]] == list(range(95, 101))
+
+
+def test_search_across_chunk_boundaries_counts_lines_right(ws: Workspace) -> None:
+    line = b"x" * 99 + b"\n"
+    data = line * 700_000  # 70 MB: several scan chunks
+    data = data[:-100] + b"needle at the very end\n"
+    name = write(ws, "huge.txt", data)
+    hits = ws.file_search(name, "needle")["hits"]
+    assert hits == [{"line": 700_000, "text": "needle at the very end"}]
+
+
+@pytest.mark.parametrize("query", ["", "x" * 1001], ids=["empty", "too-long"])
+def test_search_query_bounds(ws: Workspace, query: str) -> None:
+    name = write(ws, "s.txt", b"a\n")
+    with pytest.raises(InvalidArgumentError, match="query"):
+        ws.call("file_search", {"path": name, "query": query})
