@@ -16,13 +16,14 @@ from ._errors import (
 from ._importers import FORMATS
 from ._store import ConversationInfo
 from ._tools import TOOL_NAMES, tool_schemas
-from ._workspace import Workspace
+from ._workspace import FoldResult, Workspace
 
 __all__ = [
     "BusyError",
     "ConversationInfo",
     "ConversationNotFoundError",
     "FORMATS",
+    "FoldResult",
     "ImportFormatError",
     "InvalidArgumentError",
     "NotAFileError",

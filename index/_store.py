@@ -18,9 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from placeholders import content_chars
+
 from ._errors import BusyError, ConversationNotFoundError, InvalidArgumentError, StoreError
 
-__all__ = ["SCHEMA_VERSION", "ConversationInfo", "Store", "StoredMessage"]
+__all__ = ["SCHEMA_VERSION", "ConversationInfo", "FoldRecord", "Store", "StoredMessage"]
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process before BusyError
@@ -52,6 +54,14 @@ CREATE TABLE IF NOT EXISTS folds (
     through_id TEXT NOT NULL,
     generation INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS attachments (
+    conversation_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    block INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    card TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, message_id, block)
+);
 """
 
 
@@ -66,6 +76,14 @@ class StoredMessage:
     def message(self) -> dict[str, Any]:
         value: dict[str, Any] = json.loads(self.body)
         return value
+
+
+@dataclass(frozen=True)
+class FoldRecord:
+    summary: str
+    through_seq: int
+    through_id: str
+    generation: int
 
 
 @dataclass(frozen=True)
@@ -119,6 +137,9 @@ class Store:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
+                columns = {r[1] for r in self._db.execute("PRAGMA table_info(messages)")}
+                if "chars" not in columns:  # stores from before the fold kept no sizes
+                    self._db.execute("ALTER TABLE messages ADD COLUMN chars INTEGER")
                 self._db.execute(
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
                     (uuid.uuid4().hex,),
@@ -247,8 +268,16 @@ class Store:
                         f"{conversation_id!r}; ids are never reused"
                     )
                 db.execute(
-                    "INSERT INTO messages(conversation_id, seq, id, role, body) VALUES (?,?,?,?,?)",
-                    (conversation_id, seq, message_id, message["role"], encode_message(message)),
+                    "INSERT INTO messages(conversation_id, seq, id, role, body, chars) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (
+                        conversation_id,
+                        seq,
+                        message_id,
+                        message["role"],
+                        encode_message(message),
+                        content_chars(message),
+                    ),
                 )
                 ids.append(message_id)
         return ids
@@ -298,6 +327,77 @@ class Store:
             (after_rowid, limit),
         )
         return [(r[0], StoredMessage(r[1], r[2], r[3], r[4], r[5])) for r in rows]
+
+    # folds
+
+    def fold(self, conversation_id: str) -> FoldRecord | None:
+        rows = self._read(
+            "SELECT summary, through_seq, through_id, generation FROM folds "
+            "WHERE conversation_id=?",
+            (conversation_id,),
+        )
+        return FoldRecord(*rows[0]) if rows else None
+
+    def chars_after(self, conversation_id: str, seq: int) -> int:
+        """Content chars of the messages after ``seq`` (sizes kept at insert)."""
+        rows = self._read(
+            "SELECT COALESCE(SUM(chars), 0), COUNT(*) - COUNT(chars) FROM messages "
+            "WHERE conversation_id=? AND seq>?",
+            (conversation_id, seq),
+        )
+        total, unknown = rows[0]
+        if unknown:  # rows from an older store: measure them now
+            return sum(
+                content_chars(m.message()) for m in self.messages(conversation_id, after_seq=seq)
+            )
+        return int(total)
+
+    def write_fold(
+        self, conversation_id: str, summary: str, through_seq: int, through_id: str, expected: int
+    ) -> int | None:
+        """Store the one summary of a conversation; None if the fold changed meanwhile.
+
+        Re-reads in the write transaction: the boundary must still be the message it was,
+        and no other fold may have been written since ``expected`` (a generation number).
+        """
+        with self._write() as db:
+            row = db.execute(
+                "SELECT generation FROM folds WHERE conversation_id=?", (conversation_id,)
+            ).fetchone()
+            if (row[0] if row else 0) != expected:
+                return None
+            at = db.execute(
+                "SELECT id FROM messages WHERE conversation_id=? AND seq=?",
+                (conversation_id, through_seq),
+            ).fetchone()
+            if at is None or at[0] != through_id:
+                return None
+            generation = expected + 1
+            db.execute(
+                "INSERT OR REPLACE INTO folds(conversation_id, summary, through_seq, through_id, "
+                "generation) VALUES (?,?,?,?,?)",
+                (conversation_id, summary, through_seq, through_id, generation),
+            )
+            return generation
+
+    # attachments
+
+    def save_attachment(
+        self, conversation_id: str, message_id: str, block: int, path: str, card: str
+    ) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO attachments"
+                "(conversation_id, message_id, block, path, card) VALUES (?,?,?,?,?)",
+                (conversation_id, message_id, block, path, card),
+            )
+
+    def attachment_cards(self, conversation_id: str) -> dict[tuple[str, int], str]:
+        rows = self._read(
+            "SELECT message_id, block, card FROM attachments WHERE conversation_id=?",
+            (conversation_id,),
+        )
+        return {(mid, block): card for mid, block, card in rows}
 
 
 def _missing(conversation_id: str) -> str:

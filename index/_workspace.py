@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import datetime
+import fcntl
+import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import takewhile
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from cards import card_for, pdf_facts
-from placeholders import ReplayPolicy, ReplayResult, read_call, replay, result_slots
+from placeholders import (
+    CompactionResult,
+    FoldPolicy,
+    OfflineSummarizer,
+    ReplayPolicy,
+    ReplayResult,
+    Summarizer,
+    compact_turn,
+    fold_boundary,
+    folded_prefix,
+    read_call,
+    replay,
+    result_slots,
+)
 
+from ._attachments import inline_blocks, save_inline, with_cards
 from ._convindex import MessageIndex
 from ._errors import (
     ConversationNotFoundError,
@@ -28,10 +49,46 @@ from ._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
 from ._store import ConversationInfo, Store, check_id, encode_message
 from ._tools import call_tool
 
-__all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "Workspace"]
+__all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "FoldResult", "Workspace"]
 
 MAX_PDF_READ_PAGES = 20
 MAX_PDF_READ_CHARS = 40_000
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What `Workspace.fold` did, and why."""
+
+    folded: bool
+    reason: str
+    summary: str | None = None
+    summarized_through_message: int | None = None
+    summarized_through_message_id: str | None = None
+    messages_folded: int = 0
+    generation: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@contextlib.contextmanager
+def _exclusive(path: str) -> Iterator[bool]:
+    """A non-blocking lock across processes; yields False if another holder has it."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class Workspace:
@@ -50,10 +107,19 @@ class Workspace:
         roots: Iterable[str | os.PathLike[str]] = (),
         *,
         conversations: Iterable[str] | None = None,
+        fold_policy: FoldPolicy | None = None,
+        summarizer: Summarizer | None = None,
+        auto_fold: bool = True,
     ) -> None:
         self.home = os.path.abspath(os.fspath(home))
-        self.roots = resolve_roots([os.fspath(r) for r in roots])
+        self.attachments_dir = os.path.join(self.home, "attachments")
+        os.makedirs(self.attachments_dir, exist_ok=True)
+        # Saved attachments are readable by the file tools, whatever roots were given.
+        self.roots = resolve_roots([*(os.fspath(r) for r in roots), self.attachments_dir])
         self.allowed = frozenset(conversations) if conversations is not None else None
+        self.fold_policy = fold_policy or FoldPolicy()
+        self.summarizer: Summarizer = summarizer or OfflineSummarizer()
+        self.auto_fold = auto_fold
         self.store = Store(self.home)
         self._page_index: PageIndex | None = None
         self._message_index: MessageIndex | None = None
@@ -115,9 +181,19 @@ class Workspace:
                     f"conversation {cid!r} is not in this workspace's allowlist"
                 )
             new = self._new_messages(cid, item.messages)
-            self.store.append(cid, new, source=source, format=item.format, notes=item.notes)
+            stored_ids = self.store.append(
+                cid, new, source=source, format=item.format, notes=item.notes
+            )
+            for mid, message in zip(stored_ids, new, strict=True):
+                self._save_attachments(cid, mid, message)
             ids.append(cid)
         return ids
+
+    def _save_attachments(self, cid: str, mid: str, message: Mapping[str, Any]) -> None:
+        for block, media, data, name in inline_blocks(message):
+            saved = save_inline(self.attachments_dir, media, data, name)
+            if saved is not None:
+                self.store.save_attachment(cid, mid, block, *saved)
 
     def _new_messages(self, cid: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not self.store.exists(cid):
@@ -138,9 +214,22 @@ class Workspace:
         return messages[len(stored) :]
 
     def append(self, conversation_id: str, message: Mapping[str, Any]) -> str:
-        """Store one message at the end of a conversation (created if new); returns its id."""
+        """Store one message at the end of a conversation (created if new); returns its id.
+
+        Inline attachments are saved under the home; when the unsummarized part of the
+        conversation grows past the fold threshold, the prefix is folded (``auto_fold``).
+        """
         cid = self._visible(conversation_id)
-        return self.store.append(cid, [message])[0]
+        mid = self.store.append(cid, [message])[0]
+        self._save_attachments(cid, mid, message)
+        if self.auto_fold:
+            fold = self.store.fold(cid)
+            if (
+                self.store.chars_after(cid, fold.through_seq if fold else 0)
+                > self.fold_policy.threshold_chars
+            ):
+                self.fold(cid)
+        return mid
 
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """The stored originals, in order, each with its ``id``."""
@@ -148,9 +237,130 @@ class Workspace:
         return [m.message() for m in self.store.messages(cid)]
 
     def replay(self, conversation_id: str, policy: ReplayPolicy | None = None) -> ReplayResult:
-        """The lean replay of a stored conversation."""
+        """The lean replay of a stored conversation: attachments as cards, a folded prefix
+        as its summary, stale tool results as placeholders."""
         cid = self._visible(conversation_id)
-        return replay(self.messages(cid), conversation_id=cid, policy=policy)
+        messages = with_cards(self.messages(cid), self.store.attachment_cards(cid))
+        fold = self.store.fold(cid)
+        if fold is not None:
+            system = list(takewhile(lambda m: m.get("role") in ("system", "developer"), messages))
+            prefix = folded_prefix(cid, fold.summary, fold.through_id, fold.generation)
+            messages = system + prefix + messages[max(fold.through_seq, len(system)) :]
+        return replay(messages, conversation_id=cid, policy=policy)
+
+    # the rolling prefix fold
+
+    def fold(self, conversation_id: str, summarizer: Summarizer | None = None) -> FoldResult:
+        """Fold everything before a legal boundary into the conversation's one summary.
+
+        Returns what happened; ``folded`` is False (with the reason) when the unsummarized
+        part is under the threshold, no user turn can start the verbatim tail, another fold
+        of the conversation is running or won, or the summarizer failed. Originals are never
+        edited or deleted.
+        """
+        cid = self._visible(conversation_id)
+        summarize = summarizer or self.summarizer
+        with _exclusive(os.path.join(self.home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
+            if not mine:
+                return FoldResult(False, "another fold of this conversation is running")
+            previous = self.store.fold(cid)
+            stored = self.store.messages(cid)
+            messages = [m.message() for m in stored]
+            start = previous.through_seq if previous else 0
+            boundary, why = fold_boundary(messages, start, self.fold_policy)
+            if boundary is None:
+                return FoldResult(False, why)
+            try:
+                summary = summarize(
+                    previous.summary if previous else None,
+                    messages[start:boundary],
+                    max_chars=self.fold_policy.max_summary_chars,
+                )
+            except Exception as exc:  # noqa: BLE001 - any failure leaves the fold as it was
+                return FoldResult(
+                    False, f"summarizer failed, nothing changed: {type(exc).__name__}: {exc}"
+                )
+            if not isinstance(summary, str) or not summary.strip():
+                return FoldResult(False, "summarizer returned an empty summary; nothing changed")
+            summary = summary.strip()[: self.fold_policy.max_summary_chars]
+            through = stored[boundary - 1]
+            generation = self.store.write_fold(
+                cid, summary, through.seq, through.id, previous.generation if previous else 0
+            )
+            if generation is None:
+                return FoldResult(
+                    False, "the conversation's fold changed while summarizing; nothing written"
+                )
+            return FoldResult(
+                True,
+                why,
+                summary=summary,
+                summarized_through_message=through.seq,
+                summarized_through_message_id=through.id,
+                messages_folded=boundary - start,
+                generation=generation,
+            )
+
+    def fold_state(self, conversation_id: str) -> dict[str, Any] | None:
+        """The stored summary: ``summary``, ``summarized_through_message`` (its position),
+        ``summarized_through_message_id`` and ``generation``; None if never folded."""
+        fold = self.store.fold(self._visible(conversation_id))
+        if fold is None:
+            return None
+        return {
+            "summary": fold.summary,
+            "summarized_through_message": fold.through_seq,
+            "summarized_through_message_id": fold.through_id,
+            "generation": fold.generation,
+        }
+
+    # the in-turn emergency compactor
+
+    def compact_turn(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        context_window: int,
+        output_reserve: int,
+        reported_input_tokens: int | None = None,
+        summarizer: Summarizer | None = None,
+        conversation_id: str | None = None,
+        force: bool = False,
+    ) -> CompactionResult:
+        """`placeholders.compact_turn`, with its events appended to the daily JSONL log
+        ``home/logs/compaction-YYYY-MM-DD.jsonl``."""
+        return compact_turn(
+            messages,
+            context_window=context_window,
+            output_reserve=output_reserve,
+            reported_input_tokens=reported_input_tokens,
+            summarizer=summarizer,
+            conversation_id=conversation_id,
+            force=force,
+            on_event=lambda event, data: self._log_event(event, conversation_id, data),
+        )
+
+    def _log_event(self, event: str, conversation_id: str | None, data: Mapping[str, Any]) -> None:
+        now = datetime.datetime.now(datetime.UTC)
+        folder = os.path.join(self.home, "logs")
+        os.makedirs(folder, exist_ok=True)
+        record = {
+            "time": now.isoformat(),
+            "event": event,
+            "conversation_id": conversation_id,
+            **data,
+        }
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        # One write() of one line in append mode: concurrent writers never interleave lines.
+        fd = os.open(
+            os.path.join(folder, f"compaction-{now:%Y-%m-%d}.jsonl"),
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+            0o644,
+        )
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
 
     # tools
 

@@ -7,7 +7,28 @@
 []
 """
 
+from ._compact import (
+    CHARS_PER_TOKEN,
+    FILL_MARGIN_TOKENS,
+    CompactionResult,
+    call_with_overflow_retry,
+    compact_turn,
+    continuation_allowed,
+    is_context_overflow,
+)
 from ._errors import InvalidMessagesError, PlaceholderError
+from ._fold import (
+    DEFAULT_FOLD_THRESHOLD_CHARS,
+    DEFAULT_KEEP_LAST,
+    DEFAULT_MAX_SUMMARY_CHARS,
+    CallableSummarizer,
+    FoldPolicy,
+    OfflineSummarizer,
+    Summarizer,
+    SummarizerError,
+    fold_boundary,
+    folded_prefix,
+)
 from ._pairing import check_pairing
 from ._replay import (
     DEFAULT_KEEP_ASSISTANT_TURNS,
@@ -28,19 +49,36 @@ from ._windows import PairWindow, PairWindowError, last_turns
 
 __all__ = [
     "AgeUnit",
+    "CHARS_PER_TOKEN",
+    "CallableSummarizer",
+    "CompactionResult",
+    "DEFAULT_FOLD_THRESHOLD_CHARS",
     "DEFAULT_KEEP_ASSISTANT_TURNS",
+    "DEFAULT_KEEP_LAST",
     "DEFAULT_KEEP_USER_EXCHANGES",
+    "DEFAULT_MAX_SUMMARY_CHARS",
     "DEFAULT_MIN_CHARS",
     "DEFAULT_PREVIEW_CHARS",
+    "FILL_MARGIN_TOKENS",
+    "FoldPolicy",
     "InvalidMessagesError",
+    "OfflineSummarizer",
     "PLACEHOLDER_MARKER",
     "PairWindow",
     "PairWindowError",
     "PlaceholderError",
     "ReplayPolicy",
     "ReplayResult",
+    "Summarizer",
+    "SummarizerError",
+    "call_with_overflow_retry",
     "check_pairing",
+    "compact_turn",
     "content_chars",
+    "continuation_allowed",
+    "fold_boundary",
+    "folded_prefix",
+    "is_context_overflow",
     "is_genuine_user",
     "is_meta",
     "is_placeholder",

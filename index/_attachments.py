@@ -1,0 +1,133 @@
+"""Inline attachments: base64 images, documents and data URLs in stored user messages are
+saved once under the home by content hash, and replay shows their card instead.
+
+The stored message is never changed, so `conversation_read` still returns it byte-exact;
+only the replay swaps each inline block for a one-line text block with the card, which
+names the tool (image_view, pdf_read, file_read ...) that reads the saved file.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import mimetypes
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from cards import card_for
+
+__all__ = ["MAX_ATTACHMENT_BYTES", "inline_blocks", "save_inline", "with_cards"]
+
+MAX_ATTACHMENT_BYTES = 256 * 1024 * 1024
+_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+)?(?:;[\w-]+=[^;,]*)*;base64,", re.IGNORECASE)
+_EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+    "text/csv": ".csv",
+    "text/markdown": ".md",
+    "application/json": ".json",
+}
+
+
+def _from_data_url(url: str) -> tuple[str | None, str] | None:
+    match = _DATA_URL.match(url)
+    if not match:
+        return None
+    return match.group(1), url[match.end() :]
+
+
+def inline_blocks(message: Mapping[str, Any]) -> Iterator[tuple[int, str | None, str, str | None]]:
+    """(block index, media type, base64 data, file name) of each inline attachment of a
+    user message, in Anthropic or OpenAI shape."""
+    if message.get("role") != "user" or not isinstance(message.get("content"), list):
+        return
+    for i, block in enumerate(message["content"]):
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind in ("image", "document"):
+            source = block.get("source")
+            if (
+                isinstance(source, Mapping)
+                and source.get("type") == "base64"
+                and isinstance(source.get("data"), str)
+            ):
+                name = block.get("title") if isinstance(block.get("title"), str) else None
+                media = (
+                    source.get("media_type") if isinstance(source.get("media_type"), str) else None
+                )
+                yield i, media, source["data"], name
+        elif kind == "image_url":
+            image = block.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else None
+            parsed = _from_data_url(url) if isinstance(url, str) else None
+            if parsed:
+                yield i, parsed[0], parsed[1], None
+        elif kind == "file":
+            file = block.get("file")
+            data = file.get("file_data") if isinstance(file, Mapping) else None
+            if isinstance(data, str):
+                parsed = _from_data_url(data)
+                name = file.get("filename") if isinstance(file.get("filename"), str) else None  # type: ignore[union-attr]
+                if parsed:
+                    yield i, parsed[0], parsed[1], name
+                else:
+                    yield i, None, data, name
+
+
+def save_inline(
+    directory: str, media: str | None, data: str, name: str | None
+) -> tuple[str, str] | None:
+    """Write the decoded bytes under ``directory`` by SHA-256 (once); returns (path, card)."""
+    if len(data) > MAX_ATTACHMENT_BYTES * 4 // 3 + 4:
+        return None
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    extension = (
+        _EXTENSIONS.get((media or "").lower()) or mimetypes.guess_extension(media or "") or ".bin"
+    )
+    if name and os.path.splitext(name)[1]:
+        extension = os.path.splitext(name)[1].lower()[:10]
+    folder = os.path.join(directory, digest[:2])
+    path = os.path.join(folder, digest + extension)
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(raw)
+        os.replace(tmp, path)
+    shown = name or f"attachment-{digest[:12]}{extension}"
+    return path, card_for(path, name=shown).render()
+
+
+def with_cards(
+    messages: list[dict[str, Any]], cards: Mapping[tuple[str, int], str]
+) -> list[dict[str, Any]]:
+    """Messages with each saved inline block replaced by a text block holding its card."""
+    if not cards:
+        return messages
+    out = list(messages)
+    for i, message in enumerate(messages):
+        mid = message.get("id")
+        if not isinstance(mid, str):
+            continue
+        blocks = [(b, cards[(mid, b)]) for b, *_ in inline_blocks(message) if (mid, b) in cards]
+        if not blocks:
+            continue
+        copy = dict(message)
+        content = list(copy["content"])
+        for b, card in blocks:
+            content[b] = {"type": "text", "text": card}
+        copy["content"] = content
+        out[i] = copy
+    return out

@@ -1,0 +1,431 @@
+"""The in-turn emergency compactor: when one live turn outgrows the context, shrink it in
+memory, once, without touching what must stay exact.
+
+Estimate tokens as ``chars / 1.5``, take the max with the provider-reported input tokens;
+above 75% of the input budget (context window minus output reserve) compact toward 50%:
+strip base64 images from tool results, then truncate the largest tool results, then older
+assistant, then older user messages, proportionally, as head + tail with a ``[TRUNCATED —``
+label. ``messages[0]``, the last 3 messages, error results, placeholders and thinking blocks
+are protected. If the protected part alone is over target, say so; never loop.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import PlaceholderError
+from ._fold import Summarizer, SummarizerError
+from ._replay import is_placeholder, read_call
+from ._shapes import content_chars, result_slots
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "FILL_MARGIN_TOKENS",
+    "CompactionResult",
+    "call_with_overflow_retry",
+    "compact_turn",
+    "continuation_allowed",
+    "is_context_overflow",
+]
+
+CHARS_PER_TOKEN = 1.5  # deliberately pessimistic: code, JSON and non-Latin text tokenize densely
+TRIGGER_SHARE = 0.75
+TARGET_SHARE = 0.50
+FILL_MARGIN_TOKENS = 512
+PROTECTED_TAIL = 3
+MIN_KEEP_CHARS = 400  # a truncated text keeps at least this much (head + tail)
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class CompactionResult:
+    """What the compactor did. ``messages`` is a new list; the input is never changed."""
+
+    messages: list[dict[str, Any]]
+    triggered: bool
+    target_reached: bool
+    tokens_before: int
+    tokens_after: int
+    target_tokens: int
+    budget_tokens: int
+    actions: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+def _tokens(chars: int) -> int:
+    return int(chars / CHARS_PER_TOKEN + 0.5)
+
+
+def _label(omitted: int, fetch: str | None) -> str:
+    how = f"the full text: {fetch}" if fetch else "re-run the tool or ask the user for it"
+    return f"\n[TRUNCATED — {omitted:,} chars omitted from the middle; {how}]\n"
+
+
+def _cut(text: str, keep: int, fetch: str | None) -> str:
+    keep = max(keep, MIN_KEEP_CHARS)
+    if len(text) <= keep + 200:
+        return text
+    head = keep * 2 // 3
+    tail = keep - head
+    return text[:head] + _label(len(text) - keep, fetch) + text[-tail:]
+
+
+def _is_base64_image(block: Any) -> bool:
+    if not isinstance(block, Mapping):
+        return False
+    if block.get("type") == "image":
+        source = block.get("source")
+        return isinstance(source, Mapping) and source.get("type") == "base64"
+    if block.get("type") == "image_url":
+        image = block.get("image_url")
+        url = image.get("url") if isinstance(image, Mapping) else None
+        return isinstance(url, str) and url.startswith("data:")
+    return False
+
+
+def _block_text_chars(block: Any) -> int:
+    if isinstance(block, Mapping):
+        if block.get("type") == "image":
+            source = block.get("source")
+            data = source.get("data") if isinstance(source, Mapping) else None
+            return len(data) if isinstance(data, str) else 0
+        if block.get("type") == "image_url":
+            image = block.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else None
+            return len(url) if isinstance(url, str) else 0
+    return 0
+
+
+class _Turn:
+    """A copy-on-write view of the messages being compacted."""
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]], conversation_id: str | None) -> None:
+        self.original = messages
+        self.out: list[dict[str, Any]] = list(messages)  # type: ignore[arg-type]
+        self.copied: set[int] = set()
+        self.conversation_id = conversation_id
+
+    def message(self, i: int) -> dict[str, Any]:
+        if i not in self.copied:
+            self.out[i] = dict(self.out[i])
+            content = self.out[i].get("content")
+            if isinstance(content, list):
+                self.out[i]["content"] = [dict(b) if isinstance(b, Mapping) else b for b in content]
+            self.copied.add(i)
+        return self.out[i]
+
+    def fetch(self, i: int, call_id: str | None) -> str | None:
+        mid = self.original[i].get("id")
+        if self.conversation_id is None or not isinstance(mid, str):
+            return None
+        return read_call(self.conversation_id, mid, call_id)
+
+    def chars(self) -> int:
+        return sum(content_chars(m) for m in self.out)
+
+
+def _protected(messages: Sequence[Mapping[str, Any]]) -> set[int]:
+    n = len(messages)
+    return {0, *range(max(0, n - PROTECTED_TAIL), n)}
+
+
+def _text_targets(turn: _Turn, protected: set[int]) -> dict[str, list[tuple[int, int | None, int]]]:
+    """(message, block or None, chars) of every truncatable text, by tier."""
+    tiers: dict[str, list[tuple[int, int | None, int]]] = {"tool": [], "assistant": [], "user": []}
+    for i, message in enumerate(turn.out):
+        if i in protected:
+            continue
+        role = message.get("role")
+        content = message.get("content")
+        for slot in result_slots(message):
+            if slot.is_error or is_placeholder(slot.content):
+                continue
+            if slot.block is None and isinstance(content, str):
+                tiers["tool"].append((i, None, len(content)))
+            elif slot.block is not None and isinstance(slot.content, str):
+                tiers["tool"].append((i, slot.block, len(slot.content)))
+        if role in ("assistant", "user") and not result_slots(message):
+            if isinstance(content, str):
+                tiers[role].append((i, None, len(content)))
+            elif isinstance(content, list):
+                for b, block in enumerate(content):
+                    # Only plain text blocks: thinking blocks carry signatures and stay whole.
+                    if (
+                        isinstance(block, Mapping)
+                        and block.get("type") == "text"
+                        and isinstance(block.get("text"), str)
+                    ):
+                        tiers[role].append((i, b, len(block["text"])))
+    for items in tiers.values():
+        items.sort(key=lambda t: (-t[2], t[0], t[1] if t[1] is not None else -1))
+    return tiers
+
+
+def compact_turn(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    context_window: int,
+    output_reserve: int,
+    reported_input_tokens: int | None = None,
+    summarizer: Summarizer | None = None,
+    conversation_id: str | None = None,
+    force: bool = False,
+    on_event: Event | None = None,
+) -> CompactionResult:
+    """Compact one live turn in memory if it is over 75% of the input budget.
+
+    Args:
+        messages: the turn's messages in either provider shape (never modified).
+        context_window: the model's context window in tokens.
+        output_reserve: tokens kept free for the answer.
+        reported_input_tokens: the provider's input token count for the previous call.
+        summarizer: if given, one TASK/PROGRESS/REMAINING/DATA/DECISIONS summary and a
+            continuation reminder are appended after compaction.
+        conversation_id: lets truncation labels name the exact `conversation_read` call.
+        force: compact even below the trigger (after a provider overflow error).
+        on_event: receives ``compaction.started`` and ``compaction.applied`` events.
+    """
+    for name, value in (("context_window", context_window), ("output_reserve", output_reserve)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PlaceholderError(f"{name} must be a non-negative int, got {value!r}")
+    budget = context_window - output_reserve
+    if budget <= 0:
+        raise PlaceholderError(
+            f"output_reserve {output_reserve} leaves no input budget in a window of "
+            f"{context_window}"
+        )
+    started = time.monotonic()
+    turn = _Turn(messages, conversation_id)
+    estimate = max(_tokens(turn.chars()), reported_input_tokens or 0)
+    target = int(budget * TARGET_SHARE)
+    result = CompactionResult(
+        messages=turn.out,
+        triggered=False,
+        target_reached=estimate <= target,
+        tokens_before=estimate,
+        tokens_after=estimate,
+        target_tokens=target,
+        budget_tokens=budget,
+    )
+    if estimate <= budget * TRIGGER_SHARE and not force:
+        result.reason = f"{estimate:,} tokens is under 75% of the {budget:,}-token input budget"
+        return result
+    result.triggered = True
+    if on_event:
+        on_event(
+            "compaction.started",
+            {"tokens": estimate, "target_tokens": target, "budget_tokens": budget},
+        )
+    # The provider's count may exceed our estimate; scale the char target by the same ratio.
+    ratio = estimate / max(_tokens(turn.chars()), 1)
+    target_chars = int(target * CHARS_PER_TOKEN / max(ratio, 1.0))
+    protected = _protected(messages)
+
+    # 1. Base64 images inside tool results.
+    stripped = 0
+    for i, message in enumerate(turn.original):
+        if i in protected:
+            continue
+        for slot in result_slots(message):
+            if slot.is_error or not isinstance(slot.content, list):
+                continue
+            if not any(_is_base64_image(b) for b in slot.content):
+                continue
+            fetch = turn.fetch(i, slot.tool_call_id if slot.block is not None else None)
+            new_content = []
+            for block in slot.content:
+                if _is_base64_image(block):
+                    size = _block_text_chars(block)
+                    stripped += size
+                    label = f"[image removed to fit the context ({size:,} chars of base64)"
+                    new_content.append(
+                        {"type": "text", "text": label + (f"; {fetch}]" if fetch else "]")}
+                    )
+                else:
+                    new_content.append(block)
+            copy = turn.message(i)
+            if slot.block is None:
+                copy["content"] = new_content
+            else:
+                copy["content"][slot.block]["content"] = new_content
+    if stripped:
+        result.actions.append(f"stripped {stripped:,} chars of base64 images from tool results")
+
+    # 2. Truncate, tier by tier, proportionally to size, until the target is met.
+    for tier in ("tool", "assistant", "user"):
+        excess = turn.chars() - target_chars
+        if excess <= 0:
+            break
+        items = _text_targets(turn, protected)[tier]
+        total = sum(c for _, _, c in items)
+        if not items or total == 0:
+            continue
+        share = min(1.0, excess / total)
+        cut_chars = 0
+        for i, b, chars in items:
+            keep = int(chars * (1 - share))
+            call_id = None
+            if b is not None:
+                block = turn.out[i]["content"][b]
+                call_id = block.get("tool_use_id") if isinstance(block, Mapping) else None
+            fetch = turn.fetch(i, call_id if isinstance(call_id, str) else None)
+            copy = turn.message(i)
+            if b is None:
+                new = _cut(copy["content"], keep, fetch)
+                cut_chars += len(copy["content"]) - len(new)
+                copy["content"] = new
+            else:
+                key = "content" if copy["content"][b].get("type") == "tool_result" else "text"
+                new = _cut(copy["content"][b][key], keep, fetch)
+                cut_chars += len(copy["content"][b][key]) - len(new)
+                copy["content"][b][key] = new
+        if cut_chars:
+            result.actions.append(f"truncated {len(items)} {tier} texts by {cut_chars:,} chars")
+
+    # 3. One structured summary and a continuation reminder.
+    if summarizer is not None and result.actions:
+        try:
+            summary = summarizer(None, turn.original, max_chars=4000)
+        except SummarizerError as exc:
+            result.actions.append(f"summary skipped: {exc}")
+        else:
+            _append_summary(turn, summary)
+            result.actions.append(f"added a {len(summary):,}-char continuation summary")
+
+    after = _tokens(turn.chars())
+    result.tokens_after = after
+    result.target_reached = after <= target
+    if not result.target_reached:
+        protected_chars = sum(content_chars(turn.out[i]) for i in protected if i < len(turn.out))
+        result.reason = (
+            f"cannot reach the target of {target:,} tokens: {after:,} remain, of which "
+            f"{_tokens(protected_chars):,} are protected (first message, last {PROTECTED_TAIL}, "
+            "errors, thinking); start a new turn or fold the conversation"
+        )
+    else:
+        result.reason = f"compacted from {estimate:,} to {after:,} tokens"
+    if on_event:
+        on_event(
+            "compaction.applied",
+            {
+                "tokens_before": estimate,
+                "tokens_after": after,
+                "tokens_saved": max(estimate - after, 0),
+                "target_tokens": target,
+                "target_reached": result.target_reached,
+                "actions": result.actions,
+                "duration_ms": round((time.monotonic() - started) * 1000, 2),
+            },
+        )
+    return result
+
+
+def _append_summary(turn: _Turn, summary: str) -> None:
+    text = (
+        "[Context was compacted to fit. Summary of this turn so far:]\n"
+        f"{summary}\n\n"
+        "Continue from REMAINING; do not redo finished steps."
+    )
+    last = turn.out[-1]
+    if last.get("role") == "user" and isinstance(last.get("content"), list):
+        copy = turn.message(len(turn.out) - 1)
+        copy["content"].append({"type": "text", "text": text})
+    else:
+        turn.out.append({"role": "user", "content": text, "meta": True})
+
+
+_OVERFLOW = re.compile(
+    "|".join(
+        [
+            r"context_length_exceeded",
+            r"maximum context length",
+            r"context length (?:is|of) \d+",
+            r"prompt is too long",
+            r"input length and `?max_tokens`? exceed context limit",
+            r"model_context_window_exceeded",
+            r"exceeds? the (?:model'?s? )?(?:maximum )?context (?:window|length|limit)",
+            r"context window (?:is )?(?:exceeded|too small|full)",
+            r"too many (?:input )?tokens",
+            r"input is too long for requested model",
+            r"exceeds the maximum number of tokens",
+            r"request too large for model",
+            r"reduce the length of the messages",
+            r"ContextWindowExceededError",
+            r"string too long\. expected a string with maximum length",
+        ]
+    ),
+    re.IGNORECASE,
+)
+_MALFORMED = re.compile(
+    r"tool_use.{0,40}without.{0,20}tool_result|unexpected .?tool_use_id|tool_call_id.{0,60}"
+    r"(?:not found|did not have response|must be followed)|roles must alternate|"
+    r"messages with role 'tool' must be a response",
+    re.IGNORECASE,
+)
+
+
+def _error_text(error: object) -> str:
+    parts = [str(error)]
+    for attr in ("message", "body", "code", "type", "response"):
+        value = getattr(error, attr, None)
+        if value is not None and not callable(value):
+            parts.append(str(value))
+    if isinstance(error, Mapping):
+        parts.append(repr(error))
+    return " ".join(parts)
+
+
+def is_context_overflow(error: object) -> bool:
+    """True if a provider error (exception, dict or text) says the input is too long.
+
+    Malformed-history errors (a tool_use without its tool_result, roles out of order) are
+    not overflows: compacting would not fix them.
+    """
+    text = _error_text(error)
+    if _MALFORMED.search(text):
+        return False
+    return bool(_OVERFLOW.search(text))
+
+
+def call_with_overflow_retry(
+    call: Callable[[list[dict[str, Any]]], Any],
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    context_window: int,
+    output_reserve: int,
+    summarizer: Summarizer | None = None,
+    conversation_id: str | None = None,
+    on_event: Event | None = None,
+) -> Any:
+    """Call the provider; on a context-overflow error compact once and retry exactly once.
+
+    Any other error, or a second failure, is raised as is.
+    """
+    try:
+        return call(list(messages))  # type: ignore[arg-type]
+    except Exception as exc:
+        if not is_context_overflow(exc):
+            raise
+        compacted = compact_turn(
+            messages,
+            context_window=context_window,
+            output_reserve=output_reserve,
+            summarizer=summarizer,
+            conversation_id=conversation_id,
+            force=True,
+            on_event=on_event,
+        )
+    return call(compacted.messages)
+
+
+def continuation_allowed(
+    input_tokens: int, context_window: int, margin: int = FILL_MARGIN_TOKENS
+) -> bool:
+    """False once the input is within ``margin`` tokens of the window: stop a max_tokens
+    continuation loop before the next request overflows."""
+    return context_window - input_tokens > margin
