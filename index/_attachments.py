@@ -89,9 +89,11 @@ def save_inline(
     if len(data) > MAX_ATTACHMENT_BYTES * 4 // 3 + 4:
         return None
     try:
-        raw = base64.b64decode(data, validate=False)
+        raw = base64.b64decode(
+            "".join(data.split()), validate=True
+        )  # MIME-style line breaks are fine
     except (binascii.Error, ValueError):
-        return None
+        return None  # not base64: the replay keeps the block as it was sent
     digest = hashlib.sha256(raw).hexdigest()
     extension = (
         _EXTENSIONS.get((media or "").lower()) or mimetypes.guess_extension(media or "") or ".bin"

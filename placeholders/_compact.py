@@ -123,6 +123,9 @@ class _Turn:
         mid = self.original[i].get("id")
         if self.conversation_id is None or not isinstance(mid, str):
             return None
+        # Like a placeholder: name the tool call only when the message holds several results.
+        if len(result_slots(self.original[i])) <= 1:
+            call_id = None
         return read_call(self.conversation_id, mid, call_id)
 
     def chars(self) -> int:
@@ -265,15 +268,19 @@ def compact_turn(
         total = sum(c for _, _, c in items)
         if not items or total == 0:
             continue
-        share = min(1.0, excess / total)
-        cut_chars = 0
-        for i, b, chars in items:
-            keep = int(chars * (1 - share))
+        fetches = []
+        for i, b, _ in items:
             call_id = None
             if b is not None:
                 block = turn.out[i]["content"][b]
                 call_id = block.get("tool_use_id") if isinstance(block, Mapping) else None
-            fetch = turn.fetch(i, call_id if isinstance(call_id, str) else None)
+            fetches.append(turn.fetch(i, call_id if isinstance(call_id, str) else None))
+        # Each cut adds its label, so remove that much more, spread by size.
+        labels = sum(len(_label(c, f)) for (_, _, c), f in zip(items, fetches, strict=True))
+        share = min(1.0, (excess + labels) / total)
+        cut_chars = 0
+        for (i, b, chars), fetch in zip(items, fetches, strict=True):
+            keep = int(chars * (1 - share))
             copy = turn.message(i)
             if b is None:
                 new = _cut(copy["content"], keep, fetch)
