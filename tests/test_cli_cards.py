@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -43,3 +44,9 @@ def test_demo_shows_cards_of_every_sample() -> None:
         assert f'name="{name}"' in result.output
     assert "1 placeholder(s)" in result.output
     assert "byte-exact: True" in result.output
+    assert 'name="q3-report.pdf"' in result.output
+    assert "pdf_search on it: page 7" in result.output
+    folds = re.search(r"(\d+) folds; the largest replay was ([\d,]+) chars", result.output)
+    assert folds is not None
+    assert int(folds.group(1)) >= 1
+    assert int(folds.group(2).replace(",", "")) < 130_000

@@ -155,6 +155,21 @@ def test_summary_and_continuation_reminder() -> None:
     assert check_pairing(result.messages) == []
 
 
+def test_placeholders_are_never_truncated_again() -> None:
+    from placeholders import is_placeholder, replay
+
+    messages = heavy_turn()
+    # An old exchange whose big result already became a placeholder.
+    messages = with_ids(
+        [user("old"), an_call(("o1", "read")), {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "o1", "content": "P" * 9000}]}, assistant("ok"), user("u2"), user("u3")]
+    )[:4] + messages
+    messages = [{**m, "id": f"m{i}"} for i, m in enumerate(messages, 1)]
+    lean = replay(messages, conversation_id="c1").messages
+    assert is_placeholder(lean[2]["content"][0]["content"])
+    result = compact_turn(lean, context_window=WINDOW, output_reserve=RESERVE, conversation_id="c1")
+    assert result.messages[2] == lean[2]
+
+
 def test_compaction_is_deterministic() -> None:
     a = compact_turn(heavy_turn(), context_window=WINDOW, output_reserve=RESERVE)
     b = compact_turn(heavy_turn(), context_window=WINDOW, output_reserve=RESERVE)
