@@ -17,7 +17,7 @@ import tantivy
 from placeholders import result_slots, tool_calls
 
 from ._store import Store
-from ._tantivy import DerivedIndex, build_query, snippet_text
+from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
 __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
 
@@ -143,22 +143,17 @@ class MessageIndex:
                 )
             )
         scoped = tantivy.Query.boolean_query(clauses)
-        searcher = self.index.searcher()
-        result = searcher.search(scoped, limit=limit)
-        generator = tantivy.SnippetGenerator.create(searcher, scoped, self.index.schema, "text")
-        generator.set_max_num_chars(SNIPPET_CHARS)
-        hits = []
-        for score, address in result.hits:
-            doc = searcher.doc(address)
-            hits.append(
-                {
-                    "conversation_id": doc["conversation_id"][0],
-                    "message_id": doc["message_id"][0].split("\x00", 1)[1],
-                    "seq": int(doc["seq"][0]),
-                    "role": doc["role"][0],
-                    "tools": doc["tool"][0] or None,
-                    "score": round(float(score), 4),
-                    "snippet": snippet_text(generator, doc, doc["text"][0], SNIPPET_CHARS),
-                }
+        return [
+            {
+                "conversation_id": doc["conversation_id"][0],
+                "message_id": doc["message_id"][0].split("\x00", 1)[1],
+                "seq": int(doc["seq"][0]),
+                "role": doc["role"][0],
+                "tools": doc["tool"][0] or None,
+                "score": round(score, 4),
+                "snippet": snippet,
+            }
+            for score, doc, snippet in search_with_snippets(
+                self.index, scoped, limit, SNIPPET_CHARS
             )
-        return hits
+        ]

@@ -16,7 +16,7 @@ import tantivy
 
 from ._paths import OpenFile
 from ._pdftext import ProgressCallback, extract_pages
-from ._tantivy import DerivedIndex, build_query, snippet_text
+from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
 __all__ = ["PAGES_VERSION", "PageIndex", "fingerprint"]
 
@@ -109,22 +109,12 @@ class PageIndex:
         scoped = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, query), (tantivy.Occur.Must, self._scope(file_id, "page"))]
         )
-        searcher = self.index.searcher()
-        result = searcher.search(scoped, limit=limit)
-        generator = tantivy.SnippetGenerator.create(searcher, scoped, self.index.schema, "text")
-        generator.set_max_num_chars(SNIPPET_CHARS)
-        hits = []
-        for score, address in result.hits:
-            doc = searcher.doc(address)
-            text = doc["text"][0]
-            hits.append(
-                {
-                    "page": int(doc["page"][0]),
-                    "score": round(float(score), 4),
-                    "snippet": snippet_text(generator, doc, text, SNIPPET_CHARS),
-                }
+        return [
+            {"page": int(doc["page"][0]), "score": round(score, 4), "snippet": snippet}
+            for score, doc, snippet in search_with_snippets(
+                self.index, scoped, limit, SNIPPET_CHARS
             )
-        return hits
+        ]
 
     def page_texts(self, file_id: str, first: int, last: int) -> dict[int, str]:
         query = tantivy.Query.boolean_query(

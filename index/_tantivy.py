@@ -26,7 +26,7 @@ import tantivy
 
 from ._errors import BusyError, InvalidArgumentError
 
-__all__ = ["WRITER_WAIT_S", "DerivedIndex", "build_query", "snippet_text"]
+__all__ = ["WRITER_WAIT_S", "DerivedIndex", "build_query", "search_with_snippets", "snippet_text"]
 
 WRITER_WAIT_S = 30.0
 WRITER_HEAP = 64_000_000
@@ -152,6 +152,21 @@ def build_query(index: DerivedIndex, text: object, fields: list[str]) -> Any:
         raise InvalidArgumentError(f"query {text!r} has no searchable words; use plain words")
     query, _errors = index.index.parse_query_lenient(" ".join(parts), default_field_names=fields)
     return query
+
+
+def search_with_snippets(
+    index: DerivedIndex, query: Any, limit: int, max_chars: int
+) -> list[tuple[float, Any, str]]:
+    """Top ``limit`` hits of ``query`` as (score, document, snippet of its "text" field)."""
+    searcher = index.searcher()
+    result = searcher.search(query, limit=limit)
+    generator = tantivy.SnippetGenerator.create(searcher, query, index.schema, "text")
+    generator.set_max_num_chars(max_chars)
+    hits = []
+    for score, address in result.hits:
+        doc = searcher.doc(address)
+        hits.append((float(score), doc, snippet_text(generator, doc, doc["text"][0], max_chars)))
+    return hits
 
 
 def snippet_text(generator: Any, doc: Any, fallback: str, max_chars: int) -> str:

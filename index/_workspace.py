@@ -54,6 +54,13 @@ __all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "FoldResult", "Workspace"
 MAX_PDF_READ_PAGES = 20
 MAX_PDF_READ_CHARS = 40_000
 
+# Argument types shared by several tools: the descriptions reach the model through the schema.
+FilePath = Annotated[str, Field(description="File path, absolute or relative to the first root.")]
+PdfPath = Annotated[str, Field(description="PDF path, absolute or relative to the first root.")]
+WordsQuery = Annotated[
+    str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
+]
+
 
 @dataclass(frozen=True)
 class FoldResult:
@@ -416,9 +423,7 @@ class Workspace:
 
     def file_read(
         self,
-        path: Annotated[
-            str, Field(description="File path, absolute or relative to the first root.")
-        ],
+        path: FilePath,
         start_line: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
         end_line: Annotated[
             int | None,
@@ -439,9 +444,7 @@ class Workspace:
 
     def file_search(
         self,
-        path: Annotated[
-            str, Field(description="File path, absolute or relative to the first root.")
-        ],
+        path: FilePath,
         query: Annotated[
             str, Field(min_length=1, max_length=1000, description="Literal text to find.")
         ],
@@ -488,9 +491,7 @@ class Workspace:
 
     def pdf_info(
         self,
-        path: Annotated[
-            str, Field(description="PDF path, absolute or relative to the first root.")
-        ],
+        path: PdfPath,
     ) -> dict[str, Any]:
         """Show a PDF's facts (pages, version, encryption), its metadata and top-level outline."""
         with open_confined(path, self.roots) as f:
@@ -506,12 +507,8 @@ class Workspace:
 
     def pdf_search(
         self,
-        path: Annotated[
-            str, Field(description="PDF path, absolute or relative to the first root.")
-        ],
-        query: Annotated[
-            str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
-        ],
+        path: PdfPath,
+        query: WordsQuery,
         limit: Annotated[int, Field(ge=1, le=50, description="Most pages to return.")] = 10,
         *,
         progress: ProgressCallback | None = None,
@@ -540,9 +537,7 @@ class Workspace:
 
     def pdf_read(
         self,
-        path: Annotated[
-            str, Field(description="PDF path, absolute or relative to the first root.")
-        ],
+        path: PdfPath,
         pages: Annotated[
             str,
             Field(
@@ -618,9 +613,7 @@ class Workspace:
 
     def conversation_search(
         self,
-        query: Annotated[
-            str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
-        ],
+        query: WordsQuery,
         conversation_id: Annotated[
             str | None, Field(description="Search only this conversation; default all.")
         ] = None,

@@ -160,9 +160,24 @@ def test_placeholders_are_never_truncated_again() -> None:
 
     messages = heavy_turn()
     # An old exchange whose big result already became a placeholder.
-    messages = with_ids(
-        [user("old"), an_call(("o1", "read")), {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "o1", "content": "P" * 9000}]}, assistant("ok"), user("u2"), user("u3")]
-    )[:4] + messages
+    messages = (
+        with_ids(
+            [
+                user("old"),
+                an_call(("o1", "read")),
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "o1", "content": "P" * 9000}
+                    ],
+                },
+                assistant("ok"),
+                user("u2"),
+                user("u3"),
+            ]
+        )[:4]
+        + messages
+    )
     messages = [{**m, "id": f"m{i}"} for i, m in enumerate(messages, 1)]
     lean = replay(messages, conversation_id="c1").messages
     assert is_placeholder(lean[2]["content"][0]["content"])
