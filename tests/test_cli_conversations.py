@@ -123,3 +123,25 @@ def test_home_from_environment(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0
     assert (tmp_path / "store.sqlite3").is_file()
+
+
+def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> None:
+    log = tmp_path / "long.jsonl"
+    lines = []
+    for i in range(50):
+        lines += [
+            {"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": f"answer {i} " + "z" * 3000},
+        ]
+    log.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    assert run(tmp_path, "ingest", str(log))[0] == 0
+    code, out = run(tmp_path, "fold", "long")
+    assert code == 0
+    assert out.startswith("folded ")
+    assert "fold #1" in out
+    code, out = run(tmp_path, "fold", "long", "--json")
+    assert json.loads(out)["folded"] is False
+    code, out = run(tmp_path, "replay", "long", "--json")
+    messages = json.loads(out)["messages"]
+    assert messages[0]["content"].startswith("[Summary of the earlier conversation")
+    assert messages[-1]["content"].startswith("answer 49")
