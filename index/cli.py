@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import os
@@ -416,28 +415,16 @@ def demo() -> None:
         size = sum(s.chars() for s in result_slots(original))
         click.echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
 
-        click.echo("== 4. a user attaches a PDF inline (base64): the replay shows its card ==")
-        pdf_bytes = (samples / "classic_xref.pdf").read_bytes()
-        ws.append(
-            "attach",
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "What does the attached report say about revenue?"},
-                    {
-                        "type": "document",
-                        "title": "q3-report.pdf",
-                        "source": {
-                            "type": "base64",
-                            "media_type": "application/pdf",
-                            "data": base64.b64encode(pdf_bytes).decode(),
-                        },
-                    },
-                ],
-            },
+        click.echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")
+        (attached,) = ws.ingest(samples / "conversation_with_pdf.jsonl")
+        lean = ws.replay(attached)
+        card_text = lean.messages[1]["content"][1]["text"]
+        stats = lean.stats()
+        click.echo(
+            f"replay: {stats['chars_in']:,} chars in (base64 replaced by the card), "
+            f"{stats['chars_out']:,} out, {stats['placeholders']} placeholder(s)"
         )
-        card_text = ws.replay("attach").messages[0]["content"][1]["text"]
-        click.echo(f"{len(pdf_bytes) * 4 // 3:,} chars of base64 became: {card_text}")
+        click.echo(f"the model sees: {card_text}")
         saved = json.loads(re.search(r'path=("(?:[^"\\]|\\.)*")', card_text).group(1))  # type: ignore[union-attr]
         hit = ws.pdf_search(saved, "marker00007")["hits"][0]
         click.echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
