@@ -623,10 +623,6 @@ class PdfDocument:
             value = self.get(value.num)
         raise Broken(f"reference chain longer than {MAX_REF_CHAIN}")
 
-    def stream_data(self, stream: Stream) -> bytes:
-        """The whole decoded data of ``stream`` (bounded by MAX_STREAM_BYTES)."""
-        return self._source(stream).all()
-
     def _source(self, stream: Stream) -> _Decoded:
         length = self.resolve(stream.dict.get("Length"))
         known = length if isinstance(length, int) and not isinstance(length, bool) else None

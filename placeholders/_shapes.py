@@ -52,11 +52,6 @@ class ResultSlot:
         """The text parts, joined; images and other blocks are left out."""
         return _value_text(self.content)
 
-    def has_images(self) -> bool:
-        return isinstance(self.content, list) and any(
-            isinstance(b, Mapping) and b.get("type") in ("image", "image_url") for b in self.content
-        )
-
 
 def is_meta(message: Message) -> bool:
     """A message the runtime injected rather than a person typed."""

@@ -108,18 +108,41 @@ def write_conversation_with_pdf(path: Path, pdf: Path) -> None:
     import json
 
     data = base64.b64encode(pdf.read_bytes()).decode()
-    hits = "".join(f"page {n}: marker{n:05d} revenue margin quarter forecast audit ledger\n" for n in range(1, 13))
+    hits = "".join(
+        f"page {n}: marker{n:05d} revenue margin quarter forecast audit ledger\n"
+        for n in range(1, 13)
+    )
     messages = [
         {"role": "system", "content": "You answer questions about attached reports."},
-        {"role": "user", "content": [
-            {"type": "text", "text": "Summarize what the attached report says about revenue."},
-            {"type": "file", "file": {"filename": "q3-report.pdf", "file_data": f"data:application/pdf;base64,{data}"}},
-        ]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "pdf_search", "arguments": '{"query": "revenue"}'}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Summarize what the attached report says about revenue."},
+                {
+                    "type": "file",
+                    "file": {
+                        "filename": "q3-report.pdf",
+                        "file_data": f"data:application/pdf;base64,{data}",
+                    },
+                },
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "pdf_search", "arguments": '{"query": "revenue"}'},
+                },
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": hits * 4},
-        {"role": "assistant", "content": "Revenue is discussed on all 12 pages, alongside margin and forecast."},
+        {
+            "role": "assistant",
+            "content": "Revenue is discussed on all 12 pages, alongside margin and forecast.",
+        },
         {"role": "user", "content": "Which page first mentions the forecast?"},
         {"role": "assistant", "content": "Page 1."},
         {"role": "user", "content": "Thanks."},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import BinaryIO
 
 WORDS = [
@@ -336,7 +336,3 @@ def _kids_of(data: bytes) -> list[int]:
     body = data[at + 7 : data.index(b"]", at)]
     parts = body.split()
     return [int(parts[i]) for i in range(0, len(parts), 3)]
-
-
-def concat(chunks: Iterable[bytes]) -> bytes:
-    return b"".join(chunks)
