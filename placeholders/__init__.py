@@ -30,6 +30,7 @@ from ._fold import (
     folded_prefix,
 )
 from ._pairing import check_pairing
+from ._payload import MESSAGE_KEYS, for_provider
 from ._replay import (
     DEFAULT_KEEP_ASSISTANT_TURNS,
     DEFAULT_KEEP_USER_EXCHANGES,
@@ -62,6 +63,7 @@ __all__ = [
     "FILL_MARGIN_TOKENS",
     "FoldPolicy",
     "InvalidMessagesError",
+    "MESSAGE_KEYS",
     "OfflineSummarizer",
     "PLACEHOLDER_MARKER",
     "PairWindow",
@@ -78,6 +80,7 @@ __all__ = [
     "continuation_allowed",
     "fold_boundary",
     "folded_prefix",
+    "for_provider",
     "is_context_overflow",
     "is_genuine_user",
     "is_meta",
