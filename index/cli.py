@@ -8,10 +8,11 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
@@ -255,6 +256,22 @@ def render_message(message: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def progress_bar(stream: TextIO, width: int = 30) -> Callable[[int, int, str], None]:
+    """A one-line progress bar for long tool work (first pdf_search); thread-safe."""
+    lock = threading.Lock()
+
+    def show(done: int, total: int, message: str) -> None:
+        with lock:
+            filled = width if not total else min(width, width * done // total)
+            bar = "#" * filled + "." * (width - filled)
+            stream.write(f"\r[{bar}] {done:,}/{total:,} {message[:48]:<48}")
+            if total and done >= total:
+                stream.write("\n")
+            stream.flush()
+
+    return show
+
+
 @cli.command()
 @click.argument("tool")
 @click.argument("arguments", default="{}")
@@ -266,8 +283,9 @@ def call(ctx: click.Context, tool: str, arguments: str) -> None:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"ARGUMENTS must be a JSON object: {exc}") from None
+    progress = progress_bar(sys.stderr) if sys.stderr.isatty() else None
     with workspace(ctx) as ws:
-        result = ws.call(tool, parsed)
+        result = ws.call(tool, parsed, progress=progress)
     emit_json(result)
 
 

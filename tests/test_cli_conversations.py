@@ -145,3 +145,19 @@ def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> Non
     messages = json.loads(out)["messages"]
     assert messages[0]["content"].startswith("[Summary of the earlier conversation")
     assert messages[-1]["content"].startswith("answer 49")
+
+
+def test_progress_bar_draws_one_updating_line() -> None:
+    import io
+
+    from index.cli import progress_bar
+
+    stream = io.StringIO()
+    show = progress_bar(stream, width=10)
+    for done in (0, 64, 128, 150):
+        show(done, 150, f"extracted {done} of 150 pages")
+    text = stream.getvalue()
+    assert text.count("\r") == 4
+    assert text.endswith("\n")
+    assert "[##########] 150/150 extracted 150 of 150 pages" in text
+    assert "[####......] 64/150" in text
