@@ -3,6 +3,7 @@ nothing, concurrency, and the sawtooth of a long conversation."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -267,3 +268,18 @@ def test_offline_summarizer_is_deterministic_and_bounded() -> None:
     assert a.startswith("earlier: setup done")
     assert "earlier items omitted" in a
     assert "request 299" in a
+
+
+def test_folded_prefix_bytes_stay_identical_until_the_next_fold(tmp_path: Path) -> None:
+    with Workspace(tmp_path, fold_policy=SMALL, auto_fold=False) as ws:
+        grow(ws, "c", 6)
+        assert ws.fold("c").folded
+        before = ws.replay("c").messages
+        prefix = json.dumps(before[:2], sort_keys=True)
+        ws.append("c", user("one more question"))
+        ws.append("c", assistant("one more answer"))
+        after = ws.replay("c").messages
+        assert json.dumps(after[:2], sort_keys=True) == prefix
+        assert after[: len(before)] == before, (
+            "the replayed history before the new turn is unchanged"
+        )
