@@ -1,0 +1,105 @@
+"""The bounded PDF object parser on exact syntax, and on arbitrary bytes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cards._pdfobj import MAX_DEPTH, Broken, Incomplete, Name, Parser, PlainArray, Ref, as_list
+
+
+def parse(data: bytes) -> object:
+    return Parser(data, at_eof=True).parse()
+
+
+@pytest.mark.parametrize(
+    ("data", "value"),
+    [
+        (b"42", 42),
+        (b"-7", -7),
+        (b"+3", 3),
+        (b"3.25", 3.25),
+        (b".5", 0.5),
+        (b"-.5", -0.5),
+        (b"12 0 R", Ref(12, 0)),
+        (b"12 0 Rx", 12),  # not a reference: "Rx" is another token
+        (b"true", True),
+        (b"false", False),
+        (b"null", None),
+        (b"/Name", Name("Name")),
+        (b"/A#20B", Name("A B")),
+        (b"/", Name("")),
+        (b"<48656c6c6f>", b"Hello"),
+        (b"<48 65 6c 6C 6>", b"Hell`"),  # odd digit count: a trailing 0 is implied
+        (b"(plain)", b"plain"),
+        (b"(a (nested) b)", b"a (nested) b"),
+        (b"(esc\\n\\r\\t\\b\\f\\(\\)\\\\)", b"esc\n\r\t\b\f()\\"),
+        (b"(oct \\101\\60\\7)", b"oct A0\x07"),
+        (b"(line \\\ncontinued)", b"line continued"),
+        (b"(crlf \\\r\ncontinued)", b"crlf continued"),
+        (b"(unknown \\q escape)", b"unknown q escape"),
+        (b"[1 2 /X (s)]", [1, 2, Name("X"), b"s"]),
+        (b"<< /A 1 /B [2 3] /C << /D null >> >>", {"A": 1, "B": [2, 3], "C": {"D": None}}),
+        (b"% comment\n<</K%c\n/V>>", {"K": Name("V")}),
+    ],
+    ids=repr,
+)
+def test_parses_pdf_syntax(data: bytes, value: object) -> None:
+    assert parse(data) == value
+
+
+def test_long_plain_arrays_stay_lazy_until_needed() -> None:
+    raw = b"[" + b" ".join(b"%d 0 R" % i for i in range(1, 200)) + b"]"
+    value = parse(b"<< /Kids " + raw + b" /Count 199 >>")
+    assert isinstance(value, dict)
+    kids = value["Kids"]
+    assert isinstance(kids, PlainArray)
+    assert value["Count"] == 199
+    assert as_list(kids) == [Ref(i, 0) for i in range(1, 200)]
+    assert as_list(5) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"<< /A 1", b"(unterminated", b"[1 2", b"<48", b"12 0", b"/Nam", b"tru"],
+    ids=repr,
+)
+def test_short_window_is_incomplete_and_end_of_file_is_broken(data: bytes) -> None:
+    with pytest.raises(Incomplete):
+        Parser(data).parse()
+    if data not in (b"12 0", b"/Nam", b"tru"):  # complete tokens at end of file
+        with pytest.raises(Broken, match="file ends inside"):
+            Parser(data, at_eof=True).parse()
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (b"<< 1 2 >>", "dictionary key is not a name"),
+        (b"endobj", "unexpected keyword"),
+        (b"}", "unexpected byte"),
+        (b"<zz>", "malformed hex string"),
+        (b"[" * (MAX_DEPTH + 5), "nested deeper than"),
+    ],
+    ids=["key", "keyword", "byte", "hex", "depth"],
+)
+def test_malformed_syntax_is_broken_with_a_reason(data: bytes, match: str) -> None:
+    with pytest.raises(Broken, match=match):
+        parse(data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=300), st.booleans())
+def test_arbitrary_bytes_parse_to_a_pdf_value_or_raise_our_errors(
+    data: bytes, at_eof: bool
+) -> None:
+    parser = Parser(data, at_eof=at_eof)
+    try:
+        value = parser.parse()
+    except (Broken, Incomplete):
+        return  # the two documented outcomes for bad or short input
+    assert isinstance(
+        value, (bool, int, float, bytes, Name, Ref, list, dict, PlainArray, type(None))
+    )
+    assert 0 < parser.pos <= len(data), "a parsed value consumed bytes within the window"
