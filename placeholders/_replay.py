@@ -56,7 +56,8 @@ class ReplayPolicy:
         preview_chars: length of the head excerpt in a placeholder; 0 leaves it out.
         exclude_tools: names of tools whose results are never elided.
         min_savings: elide in batches that save at least this many chars, so the replayed
-            prefix (and a provider's prompt cache) changes rarely. 0 elides at once.
+            prefix (and a provider's prompt cache) changes rarely. 0 elides at once. A batch
+            still under the threshold waits, so at most ``min_savings`` chars are held back.
     """
 
     min_chars: int = DEFAULT_MIN_CHARS
