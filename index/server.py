@@ -13,8 +13,7 @@ import hmac
 import inspect
 import ipaddress
 import json
-import typing
-from collections.abc import Awaitable, Callable
+import warnings
 from typing import Any
 
 import anyio
@@ -23,7 +22,9 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import ImageContent, TextContent, ToolAnnotations
+from pydantic.json_schema import PydanticJsonSchemaWarning
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import cards
@@ -53,11 +54,20 @@ def _content(name: str, result: Any) -> list[TextContent | ImageContent]:
     return [TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
 
 
-def _make_tool(workspace: Workspace, name: str) -> Callable[..., Awaitable[list[Any]]]:
+_MISSING: Any = object()  # an argument the client did not send
+
+
+def _make_tool(workspace: Workspace, name: str) -> Tool:
+    """An MCP tool for one `Workspace` method.
+
+    The advertised input schema is the method's own. The SDK's pre-validation is made
+    permissive (every argument optional, any type) so that `Workspace.call` validates, and the
+    model reads our message ("start_line: Input should be greater than or equal to 1 (it
+    takes: path, start_line, end_line)") instead of a pydantic dump.
+    """
     method = getattr(Workspace, name)
-    hints = typing.get_type_hints(method, include_extras=True)
     params = [
-        inspect.Parameter(p.name, p.kind, default=p.default, annotation=hints[p.name])
+        inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=_MISSING, annotation=Any)
         for p in list(inspect.signature(method).parameters.values())[1:]
         if p.kind is not inspect.Parameter.KEYWORD_ONLY
     ]
@@ -65,6 +75,7 @@ def _make_tool(workspace: Workspace, name: str) -> Callable[..., Awaitable[list[
 
     async def tool(**kwargs: Any) -> list[TextContent | ImageContent]:
         ctx: Context[Any, Any] = kwargs.pop("ctx")
+        arguments = {k: v for k, v in kwargs.items() if v is not _MISSING}
         token = anyio.lowlevel.current_token()
 
         def progress(done: int, total: int, message: str) -> None:
@@ -74,7 +85,7 @@ def _make_tool(workspace: Workspace, name: str) -> Callable[..., Awaitable[list[
 
         def run() -> Any:
             hooks = {"progress": progress} if accepts_progress else {}
-            return workspace.call(name, kwargs, **hooks)
+            return workspace.call(name, arguments, **hooks)
 
         try:
             result = await anyio.to_thread.run_sync(run)
@@ -90,29 +101,31 @@ def _make_tool(workspace: Workspace, name: str) -> Callable[..., Awaitable[list[
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
     tool.__signature__ = inspect.Signature([*params, ctx_param])  # type: ignore[attr-defined]
     tool.__annotations__ = {
-        **{p.name: p.annotation for p in params},
+        **{p.name: Any for p in params},
         "ctx": Context,
         "return": list[TextContent | ImageContent],
     }
     tool.__name__ = name
-    tool.__doc__ = tool_spec(name).description
-    return tool
-
-
-def build_server(workspace: Workspace) -> MCPServer:
-    """An MCP server exposing every tool of ``workspace``, all read-only."""
-    server = MCPServer(name="leanreplay", instructions=INSTRUCTIONS)
-    for name in TOOL_NAMES:
-        server.add_tool(
-            _make_tool(workspace, name),
+    spec = tool_spec(name)
+    with warnings.catch_warnings():
+        # The permissive model's schema (with its sentinel defaults) is never advertised.
+        warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+        built = Tool.from_function(
+            tool,
             name=name,
-            description=tool_spec(name).description,
+            description=spec.description,
             annotations=ToolAnnotations(
                 read_only_hint=True, destructive_hint=False, open_world_hint=False
             ),
             structured_output=False,
         )
-    return server
+    return built.model_copy(update={"parameters": spec.input_schema()})
+
+
+def build_server(workspace: Workspace) -> MCPServer:
+    """An MCP server exposing every tool of ``workspace``, all read-only."""
+    tools = [_make_tool(workspace, name) for name in TOOL_NAMES]
+    return MCPServer(name="leanreplay", instructions=INSTRUCTIONS, tools=tools)
 
 
 def serve_stdio(workspace: Workspace) -> None:

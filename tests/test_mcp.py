@@ -72,6 +72,7 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
     out["progress"] = progress
     out["outside"] = await client.call_tool("file_read", {"path": "/etc/passwd"})
     out["bad_arg"] = await client.call_tool("pdf_read", {"path": "book.pdf", "pages": "x"})
+    out["missing_arg"] = await client.call_tool("file_read", {})
     out["unknown"] = await client.call_tool(
         "conversation_read", {"conversation_id": "nope", "message_id": "m1"}
     )
@@ -106,10 +107,13 @@ def check(out: dict[str, Any]) -> None:
     assert out["outside"].is_error
     assert "outside the allowed roots" in text_of(out["outside"])
     assert out["bad_arg"].is_error
-    assert "pages" in text_of(out["bad_arg"])
+    assert "bad arguments for pdf_read: pages: String should match pattern" in text_of(out["bad_arg"])
+    assert "(it takes: path, pages)" in text_of(out["bad_arg"])
+    assert out["missing_arg"].is_error
+    assert "path: Field required" in text_of(out["missing_arg"])
     assert out["unknown"].is_error
     assert "no conversation 'nope'" in text_of(out["unknown"])
-    for key in ("outside", "bad_arg", "unknown"):
+    for key in ("outside", "bad_arg", "missing_arg", "unknown"):
         assert "Traceback" not in text_of(out[key])
 
 
