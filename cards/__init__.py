@@ -6,9 +6,9 @@
 >>> card.to_dict()  # name, path, mime, kind, size, facts, tools, warnings
 """
 
-from ._card import TOOLS_BY_KIND, Card, card_for, human_size, pdf_facts, quote
+from ._card import TOOLS_BY_KIND, Card, card_for, card_for_descriptor, human_size, pdf_facts, quote
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
-from ._pdf import PdfFacts
+from ._pdf import PdfFacts, probe_pdf
 
 __all__ = [
     "Card",
@@ -19,7 +19,9 @@ __all__ = [
     "PdfFacts",
     "TOOLS_BY_KIND",
     "card_for",
+    "card_for_descriptor",
     "human_size",
     "pdf_facts",
+    "probe_pdf",
     "quote",
 ]

@@ -17,7 +17,15 @@ from ._image import image_facts
 from ._pdf import PdfFacts, probe_pdf
 from ._text import text_facts
 
-__all__ = ["TOOLS_BY_KIND", "Card", "card_for", "human_size", "pdf_facts", "quote"]
+__all__ = [
+    "TOOLS_BY_KIND",
+    "Card",
+    "card_for",
+    "card_for_descriptor",
+    "human_size",
+    "pdf_facts",
+    "quote",
+]
 
 TOOLS_BY_KIND: Mapping[str, tuple[str, ...]] = {
     "pdf": ("pdf_info", "pdf_search", "pdf_read"),
@@ -89,6 +97,22 @@ def card_for(path: str | os.PathLike[str], *, name: str | None = None) -> Card:
     """
     with _open_regular(path) as (fd, size, absolute):
         return _build(fd, size, absolute, name if name is not None else os.path.basename(absolute))
+
+
+def card_for_descriptor(fd: int, *, path: str, name: str | None = None) -> Card:
+    """The card of a file already open on ``fd`` (for callers that confined and opened it
+    themselves, so no path is resolved or opened again). ``path`` is what the card shows.
+
+    Raises:
+        NotARegularFileError: ``fd`` is not a regular file.
+        FileUnreadableError: it cannot be read.
+    """
+    try:
+        st = os.fstat(fd)
+        _require_regular(st, path)
+        return _build(fd, st.st_size, path, name if name is not None else os.path.basename(path))
+    except OSError as exc:
+        raise FileUnreadableError(f"cannot read {path!r}: {exc.strerror}", path=path) from None
 
 
 def pdf_facts(path: str | os.PathLike[str]) -> PdfFacts:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from cards import card_for, pdf_facts
+from cards import card_for_descriptor, probe_pdf
 from placeholders import (
     CompactionResult,
     FoldPolicy,
@@ -481,8 +481,8 @@ class Workspace:
         head = os.pread(f.fd, 1024, 0)
         if b"%PDF-" not in head:
             raise WrongFileTypeError(f"{f.path!r} is not a PDF; use file_read or image_view")
-        facts = pdf_facts(f"/proc/self/fd/{f.fd}") if os.path.exists("/proc/self/fd") else None
-        if facts is not None and facts.pages is not None:
+        facts = probe_pdf(f.fd, f.size)  # on the confined descriptor: nothing is reopened
+        if facts.pages is not None:
             return facts.pages
         try:
             return page_count(f.path, (f.dev, f.ino))
@@ -495,8 +495,7 @@ class Workspace:
     ) -> dict[str, Any]:
         """Show a PDF's facts (pages, version, encryption), its metadata and top-level outline."""
         with open_confined(path, self.roots) as f:
-            card = card_for(f"/proc/self/fd/{f.fd}", name=os.path.basename(f.path)).to_dict()
-            card["path"] = f.path
+            card = card_for_descriptor(f.fd, path=f.path).to_dict()
             if card["kind"] != "pdf":
                 raise WrongFileTypeError(f"{f.path!r} is {card['mime']}, not a PDF")
             try:

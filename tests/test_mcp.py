@@ -107,7 +107,9 @@ def check(out: dict[str, Any]) -> None:
     assert out["outside"].is_error
     assert "outside the allowed roots" in text_of(out["outside"])
     assert out["bad_arg"].is_error
-    assert "bad arguments for pdf_read: pages: String should match pattern" in text_of(out["bad_arg"])
+    assert "bad arguments for pdf_read: pages: String should match pattern" in text_of(
+        out["bad_arg"]
+    )
     assert "(it takes: path, pages)" in text_of(out["bad_arg"])
     assert out["missing_arg"].is_error
     assert "path: Field required" in text_of(out["missing_arg"])

@@ -260,3 +260,25 @@ def test_any_bytes_give_a_card_or_a_card_error(tmp_path: Path, data: bytes) -> N
     assert card.size == len(data)
     assert "\n" not in card.render()
     json.dumps(card.to_dict())
+
+
+def test_card_for_descriptor_reads_the_open_file_not_the_path(tmp_path: Path, samples: Path) -> None:
+    from cards import card_for_descriptor
+
+    pdf = tmp_path / "a.pdf"
+    pdf.write_bytes((samples / "classic_xref.pdf").read_bytes())
+    fd = os.open(pdf, os.O_RDONLY)
+    try:
+        pdf.unlink()  # the name is gone; the descriptor still reads the file
+        card = card_for_descriptor(fd, path="/shown/a.pdf")
+    finally:
+        os.close(fd)
+    assert card.path == "/shown/a.pdf"
+    assert card.name == "a.pdf"
+    assert card.facts["pages"] == 12
+    dir_fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(NotARegularFileError, match="is a directory"):
+            card_for_descriptor(dir_fd, path=str(tmp_path))
+    finally:
+        os.close(dir_fd)
