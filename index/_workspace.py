@@ -118,11 +118,13 @@ class Workspace:
         summarizer: Summarizer | None = None,
         auto_fold: bool = True,
     ) -> None:
-        self.home = os.path.abspath(os.fspath(home))
+        self.home = os.path.abspath(os.path.expanduser(os.fspath(home)))
         self.attachments_dir = os.path.join(self.home, "attachments")
         os.makedirs(self.attachments_dir, exist_ok=True)
         # Saved attachments are readable by the file tools, whatever roots were given.
-        self.roots = resolve_roots([*(os.fspath(r) for r in roots), self.attachments_dir])
+        self.roots = resolve_roots(
+            [*(os.path.expanduser(os.fspath(r)) for r in roots), self.attachments_dir]
+        )
         self.allowed = frozenset(conversations) if conversations is not None else None
         self.fold_policy = fold_policy or FoldPolicy()
         self.summarizer: Summarizer = summarizer or OfflineSummarizer()

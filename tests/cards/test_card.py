@@ -262,7 +262,9 @@ def test_any_bytes_give_a_card_or_a_card_error(tmp_path: Path, data: bytes) -> N
     json.dumps(card.to_dict())
 
 
-def test_card_for_descriptor_reads_the_open_file_not_the_path(tmp_path: Path, samples: Path) -> None:
+def test_card_for_descriptor_reads_the_open_file_not_the_path(
+    tmp_path: Path, samples: Path
+) -> None:
     from cards import card_for_descriptor
 
     pdf = tmp_path / "a.pdf"
