@@ -1,4 +1,15 @@
-"""The embedded store, the Tantivy index and the on-demand tools behind them."""
+"""The embedded store, the Tantivy index and the on-demand tools behind them.
+
+    >>> from index import Workspace
+    >>> ws = Workspace("~/.local/share/leanreplay", roots=["~/project"])
+    >>> mid = ws.append("c1", {"role": "user", "content": "Why did the build fail?"})
+    >>> ws.replay("c1").messages            # cards, fold summary, placeholders applied
+    >>> ws.call("file_read", {"path": "build.log", "start_line": 120})
+    >>> ws.conversation_read("c1", mid)     # the original, byte-exact
+
+`Workspace` is the facade. Every model-facing tool is one typed method (``TOOL_NAMES``);
+`tool_schemas` exports them for function calling. Errors derive from `WorkspaceError`.
+"""
 
 from ._errors import (
     BusyError,
