@@ -38,6 +38,7 @@ from ._errors import (
     ConversationNotFoundError,
     ImportFormatError,
     InvalidArgumentError,
+    StoreError,
     WrongFileTypeError,
 )
 from ._images import view_image
@@ -120,7 +121,13 @@ class Workspace:
     ) -> None:
         self.home = os.path.abspath(os.path.expanduser(os.fspath(home)))
         self.attachments_dir = os.path.join(self.home, "attachments")
-        os.makedirs(self.attachments_dir, exist_ok=True)
+        try:
+            os.makedirs(self.attachments_dir, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot use {self.home!r} as the home: {exc.strerror}; pass --home (or "
+                "LEANREPLAY_HOME) pointing at a writable folder"
+            ) from None
         # Saved attachments are readable by the file tools, whatever roots were given.
         self.roots = resolve_roots(
             [*(os.path.expanduser(os.fspath(r)) for r in roots), self.attachments_dir]

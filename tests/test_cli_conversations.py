@@ -161,3 +161,28 @@ def test_progress_bar_draws_one_updating_line() -> None:
     assert text.endswith("\n")
     assert "[##########] 150/150 extracted 150 of 150 pages" in text
     assert "[####......] 64/150" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--home", "/proc/leanreplay-cannot-exist", "conversations"],
+            "cannot use '/proc/leanreplay-cannot-exist' as the home",
+        ),
+        (
+            ["--root", "/nonexistent-root", "conversations"],
+            "root '/nonexistent-root' is not a directory",
+        ),
+    ],
+    ids=["home", "root"],
+)
+def test_unusable_home_or_root_is_one_clear_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    if args[0] == "--root":
+        args = ["--home", str(tmp_path), *args]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
