@@ -41,6 +41,7 @@ def default_home() -> str:
 class Settings:
     home: str
     roots: tuple[str, ...]
+    conversations: tuple[str, ...] = ()
 
 
 def json_option(fn: F) -> F:
@@ -68,10 +69,18 @@ def emit_json(value: Any) -> None:
     type=click.Path(file_okay=False),
     help="A folder the file tools may read (repeatable; default: the current directory).",
 )
+@click.option(
+    "--conversation",
+    "conversations",
+    multiple=True,
+    help="Limit the conversation tools to this id (repeatable); others are 'not found'.",
+)
 @click.pass_context
-def cli(ctx: click.Context, home: str, roots: tuple[str, ...]) -> None:
+def cli(
+    ctx: click.Context, home: str, roots: tuple[str, ...], conversations: tuple[str, ...]
+) -> None:
     """Keep what an agent replays to its model lean, without losing a byte."""
-    ctx.obj = Settings(home=home, roots=roots or (os.getcwd(),))
+    ctx.obj = Settings(home=home, roots=roots or (os.getcwd(),), conversations=conversations)
 
 
 def library_errors(fn: F) -> F:
@@ -89,7 +98,7 @@ def library_errors(fn: F) -> F:
 
 def workspace(ctx: click.Context) -> Workspace:
     settings: Settings = ctx.find_object(Settings)  # type: ignore[assignment]
-    return Workspace(settings.home, settings.roots)
+    return Workspace(settings.home, settings.roots, conversations=settings.conversations or None)
 
 
 @cli.command()

@@ -186,3 +186,14 @@ def test_unusable_home_or_root_is_one_clear_line(
     assert result.exit_code == 1
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_conversation_allowlist_option(tmp_path: Path) -> None:
+    run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"))
+    args = json.dumps({"conversation_id": "conversation", "message_id": "m1"})
+    code, out = run(tmp_path, "--conversation", "other", "call", "conversation_read", args)
+    assert code == 1
+    assert "no conversation 'conversation'" in out
+    code, out = run(tmp_path, "--conversation", "conversation", "call", "conversation_read", args)
+    assert code == 0
+    assert json.loads(out)["role"] == "user"
