@@ -265,6 +265,29 @@ def render_message(message: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@cli.command()
+@click.argument("query")
+@click.option("--conversation-id", default=None, help="Search only this conversation.")
+@click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True)
+@json_option
+@click.pass_context
+@library_errors
+def search(
+    ctx: click.Context, query: str, conversation_id: str | None, limit: int, as_json: bool
+) -> None:
+    """Search stored conversations (folded messages included) for QUERY."""
+    with workspace(ctx) as ws:
+        result = ws.conversation_search(query, conversation_id=conversation_id, limit=limit)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["hits"]:
+        click.echo(f"no messages match {query!r}")
+    for hit in result["hits"]:
+        click.echo(f"{hit['conversation_id']} {hit['message_id']} ({hit['role']}) {hit['snippet']}")
+        click.echo(f"    {hit['read']}")
+
+
 def progress_bar(stream: TextIO, width: int = 30) -> Callable[[int, int, str], None]:
     """A one-line progress bar for long tool work (first pdf_search); thread-safe."""
     lock = threading.Lock()

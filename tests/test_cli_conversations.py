@@ -197,3 +197,15 @@ def test_conversation_allowlist_option(tmp_path: Path) -> None:
     code, out = run(tmp_path, "--conversation", "conversation", "call", "conversation_read", args)
     assert code == 0
     assert json.loads(out)["role"] == "user"
+
+
+def test_search_command_for_people(tmp_path: Path) -> None:
+    run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"))
+    code, out = run(tmp_path, "search", "quota")
+    assert code == 0
+    first = out.splitlines()[0]
+    assert first.startswith("conversation m")
+    assert "**quota**" in first
+    assert 'conversation_read(conversation_id="conversation"' in out.splitlines()[1]
+    code, out = run(tmp_path, "search", "zeppelin")
+    assert out.strip() == "no messages match 'zeppelin'"
