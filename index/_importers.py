@@ -125,7 +125,9 @@ def _detect(path: str, whole: Any, text: str) -> str:
     ):
         return "tau-bench"
     values: list[Any]
-    if isinstance(whole, list):
+    if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
+        values = whole["messages"]  # a provider request body
+    elif isinstance(whole, list):
         values = whole
     elif isinstance(whole, dict) and "role" in whole:
         values = [whole]
@@ -170,6 +172,14 @@ def _require_messages(values: Any, path: str, what: str) -> list[dict[str, Any]]
 
 def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
     notes: list[str] = []
+    if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
+        # A saved request body: its messages, and Anthropic's top-level system prompt first.
+        values = list(whole["messages"])
+        system = whole.get("system")
+        if isinstance(system, (str, list)) and system:
+            values.insert(0, {"role": "system", "content": system})
+            notes.append("the request's system prompt is stored as the first (system) message")
+        return Imported(stem, _require_messages(values, path, "messages"), fmt, notes)
     if whole is _NOT_JSON or isinstance(whole, dict):
         values = []
         broken = 0

@@ -267,3 +267,36 @@ def test_unknown_format_and_non_utf8(tmp_path: Path) -> None:
             ws.ingest(path, format="yaml")
         with pytest.raises(ImportFormatError, match="not UTF-8"):
             ws.ingest(path)
+
+
+def test_saved_request_bodies_import_their_messages(tmp_path: Path) -> None:
+    anthropic = {
+        "model": "claude-x",
+        "system": "You are terse.",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        ],
+    }
+    openai = {
+        "model": "gpt-x",
+        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}],
+    }
+    (tmp_path / "a.json").write_text(json.dumps(anthropic))
+    (tmp_path / "o.json").write_text(json.dumps(openai))
+    with Workspace(tmp_path / "home") as ws:
+        (a,) = ws.ingest(tmp_path / "a.json")
+        (o,) = ws.ingest(tmp_path / "o.json")
+        assert ws.info(a).format == "anthropic"
+        assert [m["role"] for m in ws.messages(a)] == ["system", "user", "assistant", "user"]
+        assert ws.messages(a)[0]["content"] == "You are terse."
+        assert any("system prompt" in n for n in ws.info(a).notes)
+        assert ws.info(o).format == "openai"
+        assert [m["content"] for m in ws.messages(o)] == ["s", "q"]
