@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import datetime
-import fcntl
-import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import takewhile
 from typing import Annotated, Any
 
@@ -25,7 +19,6 @@ from placeholders import (
     ReplayResult,
     Summarizer,
     compact_turn,
-    fold_boundary,
     folded_prefix,
     read_call,
     replay,
@@ -43,6 +36,7 @@ from ._errors import (
 )
 from ._images import view_image
 from ._importers import load
+from ._lifecycle import FoldResult, append_event, fold_conversation
 from ._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
 from ._paths import OpenFile, open_confined, resolve_roots
 from ._pdfindex import PageIndex, fingerprint
@@ -61,42 +55,6 @@ PdfPath = Annotated[str, Field(description="PDF path, absolute or relative to th
 WordsQuery = Annotated[
     str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
 ]
-
-
-@dataclass(frozen=True)
-class FoldResult:
-    """What `Workspace.fold` did, and why."""
-
-    folded: bool
-    reason: str
-    summary: str | None = None
-    summarized_through_message: int | None = None
-    summarized_through_message_id: str | None = None
-    messages_folded: int = 0
-    generation: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-@contextlib.contextmanager
-def _exclusive(path: str) -> Iterator[bool]:
-    """A non-blocking lock across processes; yields False if another holder has it."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class Workspace:
@@ -275,47 +233,9 @@ class Workspace:
         edited or deleted.
         """
         cid = self._visible(conversation_id)
-        summarize = summarizer or self.summarizer
-        with _exclusive(os.path.join(self.home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
-            if not mine:
-                return FoldResult(False, "another fold of this conversation is running")
-            previous = self.store.fold(cid)
-            stored = self.store.messages(cid)
-            messages = [m.message() for m in stored]
-            start = previous.through_seq if previous else 0
-            boundary, why = fold_boundary(messages, start, self.fold_policy)
-            if boundary is None:
-                return FoldResult(False, why)
-            try:
-                summary = summarize(
-                    previous.summary if previous else None,
-                    messages[start:boundary],
-                    max_chars=self.fold_policy.max_summary_chars,
-                )
-            except Exception as exc:  # noqa: BLE001 - any failure leaves the fold as it was
-                return FoldResult(
-                    False, f"summarizer failed, nothing changed: {type(exc).__name__}: {exc}"
-                )
-            if not isinstance(summary, str) or not summary.strip():
-                return FoldResult(False, "summarizer returned an empty summary; nothing changed")
-            summary = summary.strip()[: self.fold_policy.max_summary_chars]
-            through = stored[boundary - 1]
-            generation = self.store.write_fold(
-                cid, summary, through.seq, through.id, previous.generation if previous else 0
-            )
-            if generation is None:
-                return FoldResult(
-                    False, "the conversation's fold changed while summarizing; nothing written"
-                )
-            return FoldResult(
-                True,
-                why,
-                summary=summary,
-                summarized_through_message=through.seq,
-                summarized_through_message_id=through.id,
-                messages_folded=boundary - start,
-                generation=generation,
-            )
+        return fold_conversation(
+            self.store, cid, self.fold_policy, summarizer or self.summarizer, self.home
+        )
 
     def fold_state(self, conversation_id: str) -> dict[str, Any] | None:
         """The stored summary: ``summary``, ``summarized_through_message`` (its position),
@@ -357,26 +277,7 @@ class Workspace:
         )
 
     def _log_event(self, event: str, conversation_id: str | None, data: Mapping[str, Any]) -> None:
-        now = datetime.datetime.now(datetime.UTC)
-        folder = os.path.join(self.home, "logs")
-        os.makedirs(folder, exist_ok=True)
-        record = {
-            "time": now.isoformat(),
-            "event": event,
-            "conversation_id": conversation_id,
-            **data,
-        }
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        # One write() of one line in append mode: concurrent writers never interleave lines.
-        fd = os.open(
-            os.path.join(folder, f"compaction-{now:%Y-%m-%d}.jsonl"),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-            0o644,
-        )
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        append_event(os.path.join(self.home, "logs"), event, conversation_id, data)
 
     # tools
 
