@@ -397,6 +397,11 @@ class Workspace:
         try:
             return page_count(f.path, (f.dev, f.ino))
         except Exception as exc:  # noqa: BLE001 - any backend failure is the file's problem
+            if "password" in str(exc).lower():
+                raise WrongFileTypeError(
+                    f"{f.path!r} is encrypted with a password; its pages cannot be read. "
+                    "pdf_info still shows what is readable without it"
+                ) from None
             raise WrongFileTypeError(f"{f.path!r} cannot be read as a PDF: {exc}") from None
 
     def pdf_info(

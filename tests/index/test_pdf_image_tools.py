@@ -213,3 +213,19 @@ def test_image_view_refuses_bombs_and_non_images(ws: Workspace, pdf_root: Path) 
         ws.image_view("book.pdf")
     with pytest.raises(InvalidArgumentError, match="max_side"):
         ws.call("image_view", {"path": "red_64x48.png", "max_side": 5})
+
+
+def test_password_protected_pdf_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    for name in ("encrypted.pdf", "encrypted_object_streams.pdf"):
+        (root / name).write_bytes((SAMPLES / name).read_bytes())
+    with Workspace(tmp_path / "home", [root]) as ws:
+        assert (
+            ws.pdf_search("encrypted.pdf", "marker00003")["hits"][0]["page"] == 3
+        )  # empty password
+        with pytest.raises(WrongFileTypeError, match="encrypted with a password"):
+            ws.pdf_read("encrypted_object_streams.pdf", "1")
+        info = ws.pdf_info("encrypted_object_streams.pdf")
+        assert info["facts"]["encrypted"] is True
+        assert info["facts"]["pages"] is None
