@@ -70,13 +70,17 @@ def _document(path: str, identity: Identity) -> Any:
         f.close()
         _open_docs.move_to_end(key)
         return cached[1]
-    if _pdfium is not None:
-        doc: Any = _pdfium.PdfDocument(f)
-    else:
-        import pypdf
+    try:
+        if _pdfium is not None:
+            doc: Any = _pdfium.PdfDocument(f)
+        else:
+            import pypdf
 
-        logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed pages warn a lot
-        doc = pypdf.PdfReader(f, strict=False)
+            logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed pages warn a lot
+            doc = pypdf.PdfReader(f, strict=False)
+    except BaseException:
+        f.close()  # e.g. a password-protected file: nothing keeps it open
+        raise
     _open_docs[key] = (f, doc)
     while len(_open_docs) > _MAX_OPEN_DOCS:
         _, (old_file, old_doc) = _open_docs.popitem(last=False)
