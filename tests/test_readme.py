@@ -17,35 +17,29 @@ def python_blocks() -> list[str]:
 
 
 def run_block(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Execute the block line by line; a `# value` comment under an expression is checked."""
+    """Execute the block statement by statement; an expression followed by ``# value``
+    comment lines must evaluate to that value (long strings may elide parts with "...")."""
     monkeypatch.chdir(REPO)
-    monkeypatch.setenv("HOME", str(tmp_path))  # the example's ~/.local/share goes here
+    monkeypatch.setenv("HOME", str(tmp_path))  # the examples' ~/.local/share goes here
     namespace: dict[str, object] = {}
     lines = code.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line.strip() or line.startswith("#"):
-            continue
-        statement = line.split("  #")[0]
+    for node in ast.parse(code).body:
         comment = []
+        i = node.end_lineno or node.lineno  # the line after the statement (1-based -> index)
         while i < len(lines) and lines[i].startswith("#"):
             comment.append(lines[i][1:].strip())
             i += 1
-        tree = ast.parse(statement)
-        if comment and isinstance(tree.body[0], ast.Expr):
-            value = eval(compile(ast.Expression(tree.body[0].value), "<readme>", "eval"), namespace)
-            shown = " ".join(comment)
-            expected = ast.literal_eval(shown)
+        if comment and isinstance(node, ast.Expr):
+            value = eval(compile(ast.Expression(node.value), "<readme>", "eval"), namespace)
+            expected = ast.literal_eval(" ".join(comment))
             if isinstance(expected, str) and value != expected and re.search(r"\.\.\.|…", expected):
                 # A long string shown with "..." elisions: every shown piece must be real.
                 pieces = [p for p in re.split(r"\.\.\.|…", expected) if p.strip()]
                 assert all(p in str(value) for p in pieces), (pieces, value)
                 continue
-            assert value == expected, (statement, value, expected)
+            assert value == expected, (ast.unparse(node), value, expected)
         else:
-            exec(compile(tree, "<readme>", "exec"), namespace)
+            exec(compile(ast.Module([node], type_ignores=[]), "<readme>", "exec"), namespace)
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks())), ids=lambda i: f"block{i}")
