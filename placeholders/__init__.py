@@ -15,6 +15,7 @@ from ._compact import (
     compact_turn,
     continuation_allowed,
     is_context_overflow,
+    structured_summary,
 )
 from ._errors import InvalidMessagesError, PlaceholderError
 from ._fold import (
@@ -90,5 +91,6 @@ __all__ = [
     "replay",
     "result_slots",
     "stale_before",
+    "structured_summary",
     "tool_calls",
 ]

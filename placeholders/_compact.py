@@ -20,7 +20,7 @@ from typing import Any
 from ._errors import PlaceholderError
 from ._fold import Summarizer, SummarizerError
 from ._replay import is_placeholder, read_call
-from ._shapes import content_chars, result_slots
+from ._shapes import content_chars, is_genuine_user, result_slots, tool_calls
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -30,6 +30,7 @@ __all__ = [
     "compact_turn",
     "continuation_allowed",
     "is_context_overflow",
+    "structured_summary",
 ]
 
 CHARS_PER_TOKEN = 1.5  # deliberately pessimistic: code, JSON and non-Latin text tokenize densely
@@ -38,6 +39,7 @@ TARGET_SHARE = 0.50
 FILL_MARGIN_TOKENS = 512
 PROTECTED_TAIL = 3
 MIN_KEEP_CHARS = 400  # a truncated text keeps at least this much (head + tail)
+SUMMARY_CHARS = 4000
 
 Event = Callable[[str, dict[str, Any]], None]
 
@@ -109,6 +111,7 @@ class _Turn:
         self.out: list[dict[str, Any]] = list(messages)  # type: ignore[arg-type]
         self.copied: set[int] = set()
         self.conversation_id = conversation_id
+        self.cuts: list[str] = []  # what was truncated or removed, for the DATA section
 
     def message(self, i: int) -> dict[str, Any]:
         if i not in self.copied:
@@ -245,6 +248,10 @@ def compact_turn(
                 if _is_base64_image(block):
                     size = _block_text_chars(block)
                     stripped += size
+                    turn.cuts.append(
+                        f"[{message.get('id', i)}] image in the result of {slot.tool_call_id}: "
+                        f"{size:,} chars of base64" + (f" -> {fetch}" if fetch else "")
+                    )
                     label = f"[image removed to fit the context ({size:,} chars of base64)"
                     new_content.append(
                         {"type": "text", "text": label + (f"; {fetch}]" if fetch else "]")}
@@ -282,6 +289,13 @@ def compact_turn(
         for (i, b, chars), fetch in zip(items, fetches, strict=True):
             keep = int(chars * (1 - share))
             copy = turn.message(i)
+            where = f"[{turn.original[i].get('id', i)}]"
+            what = f"{where} {tier} text of {chars:,} chars"
+            if tier == "tool":
+                owner = next((x for x in result_slots(turn.original[i]) if x.block == b), None)
+                call = owner.tool_call_id if owner is not None else "?"
+                what = f"{where} result of {call}: {chars:,} chars"
+            turn.cuts.append(what + (f" -> {fetch}" if fetch else ""))
             if b is None:
                 new = _cut(copy["content"], keep, fetch)
                 cut_chars += len(copy["content"]) - len(new)
@@ -297,10 +311,11 @@ def compact_turn(
     # 3. One structured summary and a continuation reminder.
     if summarizer is not None and result.actions:
         try:
-            summary = summarizer(None, turn.original, max_chars=4000)
+            narrative = summarizer(None, turn.original, max_chars=SUMMARY_CHARS // 2)
         except SummarizerError as exc:
             result.actions.append(f"summary skipped: {exc}")
         else:
+            summary = structured_summary(turn.original, narrative, turn.cuts)
             _append_summary(turn, summary)
             result.actions.append(f"added a {len(summary):,}-char continuation summary")
 
@@ -330,6 +345,65 @@ def compact_turn(
             },
         )
     return result
+
+
+def _line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _plain_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            b["text"]
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def structured_summary(
+    messages: Sequence[Mapping[str, Any]], narrative: str, cuts: Sequence[str]
+) -> str:
+    """TASK / PROGRESS / REMAINING / DATA / DECISIONS of a turn, with exact ids and counts.
+
+    Everything but the narrative (the summarizer's account, under PROGRESS) is read straight
+    from the messages, so ids, counts and fetch calls are exact whatever the summarizer says.
+    """
+    task = next((m for m in messages if is_genuine_user(m)), messages[0] if messages else {})
+    calls: dict[str, list[str]] = {}
+    errors = 0
+    for message in messages:
+        for call_id, name in tool_calls(message):
+            calls.setdefault(name, []).append(call_id)
+        errors += sum(1 for slot in result_slots(message) if slot.is_error)
+    said = [
+        (m.get("id", i), _plain_text(m))
+        for i, m in enumerate(messages)
+        if m.get("role") == "assistant" and _plain_text(m).strip()
+    ]
+    tally = ", ".join(f"{name} x{len(ids)} ({', '.join(ids)})" for name, ids in calls.items())
+    lines = [
+        f"TASK: [{task.get('id', 0)}] {_line(_plain_text(task), 1000)}",
+        f"PROGRESS: {_line(narrative, SUMMARY_CHARS // 2)}",
+        f"  {sum(len(v) for v in calls.values())} tool calls: {tally or 'none'}; "
+        f"{errors} error result(s).",
+    ]
+    if said:
+        last_id, last_text = said[-1]
+        lines.append(
+            f'REMAINING: continue after the last step, [{last_id}] "{_line(last_text, 300)}"'
+        )
+    else:
+        lines.append("REMAINING: continue the TASK; no assistant conclusion yet.")
+    lines.append("DATA (cut to fit; the call after -> returns the full text):")
+    lines += [f"- {cut}" for cut in cuts] or ["- nothing was cut"]
+    lines.append("DECISIONS:")
+    lines += [f"- [{mid}] {_line(text, 200)}" for mid, text in said[-5:]] or ["- none stated yet"]
+    return "\n".join(lines)[:SUMMARY_CHARS]
 
 
 def _append_summary(turn: _Turn, summary: str) -> None:

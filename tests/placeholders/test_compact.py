@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -145,13 +146,32 @@ def test_protected_part_over_target_is_reported_not_looped() -> None:
 
 def test_summary_and_continuation_reminder() -> None:
     result = compact_turn(
-        heavy_turn(), context_window=WINDOW, output_reserve=RESERVE, summarizer=OfflineSummarizer()
+        heavy_turn(),
+        context_window=WINDOW,
+        output_reserve=RESERVE,
+        summarizer=OfflineSummarizer(),
+        conversation_id="c1",
     )
     last = result.messages[-1]
     assert last["role"] == "user"
     reminder = last["content"][-1]["text"]
+    sections = [
+        re.split(r"[ :]", line)[0]
+        for line in reminder.splitlines()
+        if re.match(r"^[A-Z]+( \(|:)", line)
+    ]
+    assert sections == ["TASK", "PROGRESS", "REMAINING", "DATA", "DECISIONS"]
+    assert "TASK: [m1] Fix the build." in reminder
+    assert (
+        "5 tool calls: read x4 (r1, r2, r3, r4), screenshot x1 (s1); 1 error result(s)." in reminder
+    )
+    assert (
+        '- [m3] result of r1: 12,000 chars -> conversation_read(conversation_id="c1", message_id="m3", tool_call_id="r1")'
+        in reminder
+    )
+    assert "- [m5] image in the result of s1" in reminder
+    assert "[m1] user asked: Fix the build." in reminder  # the summarizer's narrative
     assert "Continue from REMAINING" in reminder
-    assert "[m1] user asked: Fix the build." in reminder
     assert check_pairing(result.messages) == []
 
 
