@@ -72,8 +72,9 @@ _count_blocks: Callable[[Any], list[int]] = (
 class LineIndex:
     """Newline counts per block of one file, extended on demand and persisted."""
 
-    def __init__(self, file: OpenFile, cache_dir: str) -> None:
+    def __init__(self, file: OpenFile, cache_dir: str, *, shown_path: str | None = None) -> None:
         self.file = file
+        self.shown_path = shown_path or file.path  # what results and next calls name
         self.counts = array("I")  # newlines in each complete block, from offset 0
         self.cache_path = os.path.join(
             cache_dir,
@@ -293,7 +294,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
     if stopped_by == "chars":
         notes.append(f"stopped at {MAX_READ_CHARS:,} chars")
     result: dict[str, Any] = {
-        "path": index.file.path,
+        "path": index.shown_path,
         "start_line": start_line,
         "end_line": line_no - 1,
         "total_lines": total_lines,
@@ -302,7 +303,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
         "next": None,
     }
     if more:
-        result["next"] = f"file_read(path={json.dumps(index.file.path)}, start_line={line_no})"
+        result["next"] = f"file_read(path={json.dumps(index.shown_path)}, start_line={line_no})"
     return result
 
 
@@ -346,17 +347,17 @@ def search_lines(
             at = hay.find(needle, end + 1) if end < len(chunk) else -1
         line_no += chunk.count(b"\n")
         pos += len(chunk)
-    result: dict[str, Any] = {"path": index.file.path, "query": query, "hits": hits, "next": None}
+    result: dict[str, Any] = {"path": index.shown_path, "query": query, "hits": hits, "next": None}
     if more:
         last = hits[-1]["line"]
         result["next"] = (
-            f"file_search(path={json.dumps(index.file.path)}, query={json.dumps(query)}, "
+            f"file_search(path={json.dumps(index.shown_path)}, query={json.dumps(query)}, "
             f"start_line={last + 1})"
         )
     if stopped is not None:
         result["notes"] = [f"stopped after {MAX_SEARCH_SECONDS:.0f}s at line {stopped:,}"]
         result["next"] = (
-            f"file_search(path={json.dumps(index.file.path)}, query={json.dumps(query)}, "
+            f"file_search(path={json.dumps(index.shown_path)}, query={json.dumps(query)}, "
             f"start_line={stopped})"
         )
     return result

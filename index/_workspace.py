@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import takewhile
 from typing import Annotated, Any
 
@@ -43,6 +44,7 @@ from ._pdfindex import PageIndex, fingerprint
 from ._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
 from ._store import ConversationInfo, Store, check_id, encode_message
 from ._tools import call_tool
+from ._transcode import encoding_of, utf8_view
 
 __all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "FoldResult", "Workspace"]
 
@@ -349,8 +351,10 @@ class Workspace:
         """
         if end_line is not None and end_line < start_line:
             raise InvalidArgumentError(f"end_line {end_line} is before start_line {start_line}")
-        with open_confined(path, self.roots) as f:
-            return read_lines(LineIndex(f, self._lines_dir), start_line, end_line)
+        with open_confined(path, self.roots) as f, self._text_view(f) as (text, shown):
+            return read_lines(
+                LineIndex(text, self._lines_dir, shown_path=shown), start_line, end_line
+            )
 
     def file_search(
         self,
@@ -365,9 +369,9 @@ class Workspace:
         start_line: Annotated[int, Field(ge=1, description="Line to start searching from.")] = 1,
     ) -> dict[str, Any]:
         """Find lines containing literal text in a text file of any size, with line numbers."""
-        with open_confined(path, self.roots) as f:
+        with open_confined(path, self.roots) as f, self._text_view(f) as (text, shown):
             return search_lines(
-                LineIndex(f, self._lines_dir),
+                LineIndex(text, self._lines_dir, shown_path=shown),
                 query,
                 limit,
                 ignore_case=ignore_case,
@@ -377,6 +381,16 @@ class Workspace:
     @property
     def _lines_dir(self) -> str:
         return os.path.join(self.home, "lines")
+
+    @contextlib.contextmanager
+    def _text_view(self, f: OpenFile) -> Iterator[tuple[OpenFile, str]]:
+        """The file as UTF-8 (a UTF-16 file through its transcoded copy), and its own path."""
+        encoding = encoding_of(f)
+        if encoding is None:
+            yield f, f.path
+            return
+        with utf8_view(f, os.path.join(self.home, "transcoded"), encoding) as copy:
+            yield copy, f.path
 
     # PDFs
 

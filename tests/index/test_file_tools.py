@@ -213,3 +213,32 @@ def test_search_query_bounds(ws: Workspace, query: str) -> None:
     name = write(ws, "s.txt", b"a\n")
     with pytest.raises(InvalidArgumentError, match="query"):
         ws.call("file_search", {"path": name, "query": query})
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"], ids=str)
+def test_utf16_files_read_through_a_utf8_copy(ws: Workspace, encoding: str) -> None:
+    bom = "\ufeff".encode(encoding)
+    lines = [f"ردیف {i} — naïve café 😀" for i in range(1, 3001)]
+    name = write(ws, "ps.txt", bom + "\r\n".join(lines).encode(encoding) + "\r\n".encode(encoding))
+    result = ws.file_read(name, start_line=2999)
+    assert result["content"] == numbered(lines[2998:], 2999)
+    assert result["path"] == str(Path(ws.roots[0]) / name)
+    assert result["total_lines"] == 3000
+    first = ws.file_read(name)
+    assert first["next"] == (
+        f'file_read(path="{Path(ws.roots[0]) / name}", start_line={first["end_line"] + 1})'
+    )
+    hits = ws.file_search(name, "ردیف 2500 ")["hits"]
+    assert hits == [{"line": 2500, "text": lines[2499]}]
+    assert ws.file_search(name, "CAFÉ", ignore_case=True)["hits"] == []  # ASCII-only folding
+    assert len(ws.file_search(name, "café", limit=5)["hits"]) == 5
+
+
+def test_a_changed_utf16_file_gets_a_fresh_copy(ws: Workspace) -> None:
+    path = Path(ws.roots[0]) / "w.txt"
+    path.write_bytes("\ufeffold line\n".encode("utf-16-le"))
+    assert ws.file_read("w.txt")["content"] == "1\told line"
+    path.write_bytes("\ufeffnew line one\nnew line two\n".encode("utf-16-le"))
+    assert ws.file_read("w.txt")["content"] == "1\tnew line one\n2\tnew line two"
+    copies = list((Path(ws.home) / "transcoded").glob("*.txt"))
+    assert len(copies) == 1, "the stale copy was removed"

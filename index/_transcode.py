@@ -1,0 +1,65 @@
+"""UTF-16 text files, read through a UTF-8 copy made once.
+
+The line index and the readers work on UTF-8 bytes. A file that starts with a UTF-16 byte
+order mark (PowerShell's ``>`` writes UTF-16LE, for instance) is decoded once, streaming in
+flat memory, into a copy under the home keyed by the original's fingerprint; line numbers
+are the same in both. A changed original gets a new copy and the old one is removed.
+"""
+
+from __future__ import annotations
+
+import codecs
+import glob
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ._paths import OpenFile
+
+__all__ = ["BOMS", "encoding_of", "utf8_view"]
+
+BOMS = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
+_CHUNK = 4 * 1024 * 1024
+
+
+def encoding_of(f: OpenFile) -> str | None:
+    """The UTF-16 flavour named by the file's byte order mark, or None."""
+    return BOMS.get(os.pread(f.fd, 2, 0))
+
+
+def _fingerprint(f: OpenFile) -> str:
+    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.dev}:{f.ino}".encode())
+    h.update(os.pread(f.fd, 65536, 0))
+    h.update(os.pread(f.fd, 65536, max(0, f.size - 65536)))
+    return h.hexdigest()[:16]
+
+
+@contextmanager
+def utf8_view(f: OpenFile, directory: str, encoding: str) -> Iterator[OpenFile]:
+    """An open UTF-8 copy of the UTF-16 file ``f`` (made on first use)."""
+    prefix = hashlib.sha256(f.path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    path = os.path.join(directory, f"{prefix}-{_fingerprint(f)}.txt")
+    if not os.path.exists(path):
+        os.makedirs(directory, exist_ok=True)
+        decoder = codecs.getincrementaldecoder(encoding)("replace")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as out:
+            offset = 2  # past the byte order mark
+            while offset < f.size:
+                chunk = os.pread(f.fd, _CHUNK, offset)
+                if not chunk:
+                    break
+                offset += len(chunk)
+                out.write(decoder.decode(chunk).encode("utf-8", "surrogatepass"))
+            out.write(decoder.decode(b"", final=True).encode("utf-8", "surrogatepass"))
+        os.replace(tmp, path)
+        for stale in glob.glob(os.path.join(glob.escape(directory), f"{prefix}-*.txt")):
+            if stale != path:
+                os.unlink(stale)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        yield OpenFile(fd, path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    finally:
+        os.close(fd)
