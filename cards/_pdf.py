@@ -15,7 +15,7 @@ import re
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from ._pdfobj import (
     Broken,
@@ -170,7 +170,7 @@ class _StreamSection:
             )
         ):
             raise Broken(f"xref stream at offset {offset} has an invalid /W {widths!r:.60}")
-        self.widths: list[int] = widths  # type: ignore[assignment]
+        self.widths = cast(list[int], widths)  # each checked to be an int in 0..8 above
         self.row = sum(self.widths)
         if self.row == 0:
             raise Broken(f"xref stream at offset {offset} has empty rows")
@@ -182,7 +182,7 @@ class _StreamSection:
             or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw_index)
         ):
             raise Broken(f"xref stream at offset {offset} has an invalid /Index")
-        index = [int(v) for v in raw_index]  # type: ignore[arg-type]  # checked just above
+        index = cast(list[int], raw_index)  # checked to be non-negative ints just above
         self.ranges: list[tuple[int, int, int]] = []  # first, count, first row
         rows = 0
         for first, count in zip(index[::2], index[1::2], strict=True):

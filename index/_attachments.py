@@ -75,7 +75,8 @@ def inline_blocks(message: Mapping[str, Any]) -> Iterator[tuple[int, str | None,
             data = file.get("file_data") if isinstance(file, Mapping) else None
             if isinstance(data, str):
                 parsed = _from_data_url(data)
-                name = file.get("filename") if isinstance(file.get("filename"), str) else None  # type: ignore[union-attr]
+                filename = file.get("filename") if isinstance(file, Mapping) else None
+                name = filename if isinstance(filename, str) else None
                 if parsed:
                     yield i, parsed[0], parsed[1], name
                 else:

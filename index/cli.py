@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import click
 
@@ -93,11 +93,13 @@ def library_errors(fn: F) -> F:
         except (WorkspaceError, PlaceholderError, cards.CardError) as exc:
             raise click.ClickException(str(exc)) from None
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def workspace(ctx: click.Context) -> Workspace:
-    settings: Settings = ctx.find_object(Settings)  # type: ignore[assignment]
+    settings = ctx.find_object(Settings)
+    if settings is None:  # only when a command is invoked outside the `leanreplay` group
+        raise click.UsageError("run this command through `leanreplay`")
     return Workspace(settings.home, settings.roots, conversations=settings.conversations or None)
 
 
@@ -475,7 +477,10 @@ def demo() -> None:
             f"{stats['chars_out']:,} out, {stats['placeholders']} placeholder(s)"
         )
         click.echo(f"the model sees: {card_text}")
-        saved = json.loads(re.search(r'path=("(?:[^"\\]|\\.)*")', card_text).group(1))  # type: ignore[union-attr]
+        found = re.search(r'path=("(?:[^"\\]|\\.)*")', card_text)
+        if found is None:
+            raise click.ClickException(f"the attachment card names no path: {card_text}")
+        saved = json.loads(found.group(1))
         hit = ws.pdf_search(saved, "marker00007")["hits"][0]
         click.echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
 

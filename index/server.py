@@ -99,6 +99,7 @@ def _make_tool(workspace: Workspace, name: str) -> Tool:
         return _content(name, result)
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    # Functions accept __signature__ and inspect.signature reads it; typeshed does not know.
     tool.__signature__ = inspect.Signature([*params, ctx_param])  # type: ignore[attr-defined]
     tool.__annotations__ = {
         **{p.name: Any for p in params},

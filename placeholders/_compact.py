@@ -108,7 +108,7 @@ class _Turn:
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], conversation_id: str | None) -> None:
         self.original = messages
-        self.out: list[dict[str, Any]] = list(messages)  # type: ignore[arg-type]
+        self.out = [m if isinstance(m, dict) else dict(m) for m in messages]
         self.copied: set[int] = set()
         self.conversation_id = conversation_id
         self.cuts: list[str] = []  # what was truncated or removed, for the DATA section
@@ -488,7 +488,7 @@ def call_with_overflow_retry(
     Any other error, or a second failure, is raised as is.
     """
     try:
-        return call(list(messages))  # type: ignore[arg-type]
+        return call([m if isinstance(m, dict) else dict(m) for m in messages])
     except Exception as exc:
         if not is_context_overflow(exc):
             raise

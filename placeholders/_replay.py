@@ -206,7 +206,7 @@ def replay(
             if batch_savings >= policy.min_savings:
                 chosen += pending
                 pending, batch_savings = [], 0
-    out: list[dict[str, Any]] = list(messages)  # type: ignore[arg-type]
+    out = [m if isinstance(m, dict) else dict(m) for m in messages]
     copied: dict[int, dict[str, Any]] = {}
     elided = saved = 0
     for i, slot, text, savings in chosen:
