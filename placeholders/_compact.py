@@ -20,7 +20,7 @@ from typing import Any
 from ._errors import PlaceholderError
 from ._fold import Summarizer, SummarizerError
 from ._replay import is_placeholder, read_call
-from ._shapes import content_chars, is_genuine_user, result_slots, tool_calls
+from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -347,24 +347,6 @@ def compact_turn(
     return result
 
 
-def _line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _plain_text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            b["text"]
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
-
-
 def structured_summary(
     messages: Sequence[Mapping[str, Any]], narrative: str, cuts: Sequence[str]
 ) -> str:
@@ -381,28 +363,30 @@ def structured_summary(
             calls.setdefault(name, []).append(call_id)
         errors += sum(1 for slot in result_slots(message) if slot.is_error)
     said = [
-        (m.get("id", i), _plain_text(m))
+        (m.get("id", i), text_of(m))
         for i, m in enumerate(messages)
-        if m.get("role") == "assistant" and _plain_text(m).strip()
+        if m.get("role") == "assistant" and text_of(m).strip()
     ]
     tally = ", ".join(f"{name} x{len(ids)} ({', '.join(ids)})" for name, ids in calls.items())
     lines = [
-        f"TASK: [{task.get('id', 0)}] {_line(_plain_text(task), 1000)}",
-        f"PROGRESS: {_line(narrative, SUMMARY_CHARS // 2)}",
+        f"TASK: [{task.get('id', 0)}] {one_line(text_of(task), 1000)}",
+        f"PROGRESS: {one_line(narrative, SUMMARY_CHARS // 2)}",
         f"  {sum(len(v) for v in calls.values())} tool calls: {tally or 'none'}; "
         f"{errors} error result(s).",
     ]
     if said:
         last_id, last_text = said[-1]
         lines.append(
-            f'REMAINING: continue after the last step, [{last_id}] "{_line(last_text, 300)}"'
+            f'REMAINING: continue after the last step, [{last_id}] "{one_line(last_text, 300)}"'
         )
     else:
         lines.append("REMAINING: continue the TASK; no assistant conclusion yet.")
     lines.append("DATA (cut to fit; the call after -> returns the full text):")
     lines += [f"- {cut}" for cut in cuts] or ["- nothing was cut"]
     lines.append("DECISIONS:")
-    lines += [f"- [{mid}] {_line(text, 200)}" for mid, text in said[-5:]] or ["- none stated yet"]
+    lines += [f"- [{mid}] {one_line(text, 200)}" for mid, text in said[-5:]] or [
+        "- none stated yet"
+    ]
     return "\n".join(lines)[:SUMMARY_CHARS]
 
 

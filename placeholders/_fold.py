@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._errors import PlaceholderError
 from ._replay import read_call
-from ._shapes import content_chars, is_genuine_user, result_slots, tool_calls
+from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
 
 __all__ = [
     "DEFAULT_FOLD_THRESHOLD_CHARS",
@@ -98,24 +98,6 @@ class Summarizer(Protocol):
     ) -> str: ...
 
 
-def _text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            b["text"]
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
-
-
-def _line(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _ITEM_CHARS else flat[: _ITEM_CHARS - 3] + "..."
-
-
 class OfflineSummarizer:
     """Deterministic, model-free summary: the previous summary, then each user request, each
     tool call and each assistant conclusion in order, with message ids, cut to fit."""
@@ -127,14 +109,14 @@ class OfflineSummarizer:
         for message in messages:
             mid = message.get("id", "?")
             if is_genuine_user(message):
-                items.append(f"- [{mid}] user asked: {_line(_text(message))}")
+                items.append(f"- [{mid}] user asked: {one_line(text_of(message), _ITEM_CHARS)}")
             elif message.get("role") == "assistant":
                 calls = [f"{name} ({cid})" for cid, name in tool_calls(message)]
                 if calls:
                     items.append(f"- [{mid}] assistant called {', '.join(calls)}")
-                text = _text(message)
+                text = text_of(message)
                 if text.strip():
-                    items.append(f"- [{mid}] assistant: {_line(text)}")
+                    items.append(f"- [{mid}] assistant: {one_line(text, _ITEM_CHARS)}")
             elif result_slots(message):
                 errors = sum(1 for s in result_slots(message) if s.is_error)
                 if errors:
@@ -174,7 +156,7 @@ class CallableSummarizer:
             lines += ["", "Summary so far:", previous]
         lines += ["", "New messages:"]
         for message in messages:
-            text = _text(message)
+            text = text_of(message)
             calls = ", ".join(f"{n}({cid})" for cid, n in tool_calls(message))
             results = " ".join(s.text()[:2000] for s in result_slots(message))
             body = " | ".join(

@@ -17,7 +17,9 @@ __all__ = [
     "content_chars",
     "is_genuine_user",
     "is_meta",
+    "one_line",
     "result_slots",
+    "text_of",
     "tool_calls",
 ]
 
@@ -135,6 +137,26 @@ def result_slots(message: Message) -> list[ResultSlot]:
                 )
             )
     return slots
+
+
+def text_of(message: Message) -> str:
+    """The plain text parts of a message (a string content, or its ``text`` blocks)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            b["text"]
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``limit`` chars with "..."."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def content_chars(message: Message) -> int:
