@@ -1,9 +1,10 @@
 """First and warm pdf_search on a 3,000-page text PDF, against pdftotext on the same file.
 
 First search = page-count probe + text extraction on every core + Tantivy indexing + the
-query, end to end through `Workspace.pdf_search`, in a fresh home (median of 3 runs, each in
-a fresh home). Peer: `pdftotext` (poppler) writing the whole text, median of 3. Warm: 200
-queries with snippets on the indexed file, p50 and p99. Prints JSON.
+query, end to end through `Workspace.pdf_search`, in a fresh home, 5 runs. Peer: `pdftotext`
+(poppler) writing the whole text, run right before each of ours; medians and the median of
+the per-pair ratios. Warm: 200 queries with snippets on the indexed file, p50 and p99.
+Prints JSON.
 
     python bench/bench_pdf_search.py
 """
@@ -38,7 +39,7 @@ def main() -> None:
         pdf = Path(tmp) / "text_3000.pdf"
         pdfgen.write_pdf(str(pdf), PAGES, compress=True)
         first, peer = [], []
-        for run in range(3):
+        for run in range(5):
             started = time.perf_counter()
             subprocess.run(["pdftotext", str(pdf), str(Path(tmp) / "out.txt")], check=True)
             peer.append(time.perf_counter() - started)
@@ -80,11 +81,16 @@ def main() -> None:
             "ratio_first_over_pdftotext": round(
                 statistics.median(first) / statistics.median(peer), 3
             ),
+            # Each run times pdftotext right before ours: the per-pair ratio cancels drift in
+            # the machine's load between runs.
+            "ratio_median_of_pairs": round(
+                statistics.median(f / p for f, p in zip(first, peer, strict=True)), 3
+            ),
             "warm_p50_ms": round(warm[len(warm) // 2] * 1000, 3),
             "warm_p99_ms": round(warm[int(len(warm) * 0.99)] * 1000, 3),
         }
         report["floors"] = {
-            "first_within_1.5x_pdftotext": report["ratio_first_over_pdftotext"] <= 1.5,
+            "first_within_1.5x_pdftotext": report["ratio_median_of_pairs"] <= 1.5,
             "warm_p50_under_5ms": report["warm_p50_ms"] < 5,
         }
         print(json.dumps(report, indent=2))
