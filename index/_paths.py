@@ -11,6 +11,7 @@ blocking.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from ._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
 
-__all__ = ["OpenFile", "open_confined", "resolve_roots"]
+__all__ = ["OpenFile", "fingerprint", "open_confined", "resolve_roots"]
 
 MAX_PATH_CHARS = 4096
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -34,6 +35,18 @@ class OpenFile:
     mtime_ns: int
     dev: int
     ino: int
+
+
+_EDGE = 64 * 1024
+
+
+def fingerprint(f: OpenFile) -> str:
+    """Identity of a file's content that a rewrite cannot cheaply keep: size, mtime, inode
+    and SHA-256 of the first and last 64 KiB."""
+    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.dev}:{f.ino}".encode())
+    h.update(os.pread(f.fd, _EDGE, 0))
+    h.update(os.pread(f.fd, _EDGE, max(0, f.size - _EDGE)))
+    return h.hexdigest()[:32]
 
 
 def resolve_roots(roots: Sequence[str]) -> tuple[str, ...]:

@@ -8,13 +8,12 @@ rewrite cannot cheaply keep equal.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
 import tantivy
 
-from ._paths import OpenFile
+from ._paths import OpenFile, fingerprint
 from ._pdftext import ProgressCallback, extract_pages
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
@@ -22,14 +21,6 @@ __all__ = ["PAGES_VERSION", "PageIndex", "fingerprint"]
 
 PAGES_VERSION = 1
 SNIPPET_CHARS = 240
-_EDGE = 64 * 1024
-
-
-def fingerprint(f: OpenFile) -> str:
-    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.dev}:{f.ino}".encode())
-    h.update(os.pread(f.fd, _EDGE, 0))
-    h.update(os.pread(f.fd, _EDGE, max(0, f.size - _EDGE)))
-    return h.hexdigest()[:32]
 
 
 def _schema() -> Any:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ._paths import OpenFile
+from ._paths import OpenFile, fingerprint
 
 __all__ = ["BOMS", "encoding_of", "utf8_view"]
 
@@ -28,18 +28,11 @@ def encoding_of(f: OpenFile) -> str | None:
     return BOMS.get(os.pread(f.fd, 2, 0))
 
 
-def _fingerprint(f: OpenFile) -> str:
-    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.dev}:{f.ino}".encode())
-    h.update(os.pread(f.fd, 65536, 0))
-    h.update(os.pread(f.fd, 65536, max(0, f.size - 65536)))
-    return h.hexdigest()[:16]
-
-
 @contextmanager
 def utf8_view(f: OpenFile, directory: str, encoding: str) -> Iterator[OpenFile]:
     """An open UTF-8 copy of the UTF-16 file ``f`` (made on first use)."""
     prefix = hashlib.sha256(f.path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    path = os.path.join(directory, f"{prefix}-{_fingerprint(f)}.txt")
+    path = os.path.join(directory, f"{prefix}-{fingerprint(f)[:16]}.txt")
     if not os.path.exists(path):
         os.makedirs(directory, exist_ok=True)
         decoder = codecs.getincrementaldecoder(encoding)("replace")

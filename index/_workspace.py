@@ -39,8 +39,8 @@ from ._images import view_image
 from ._importers import load
 from ._lifecycle import FoldResult, append_event, fold_conversation
 from ._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
-from ._paths import OpenFile, open_confined, resolve_roots
-from ._pdfindex import PageIndex, fingerprint
+from ._paths import OpenFile, fingerprint, open_confined, resolve_roots
+from ._pdfindex import PageIndex
 from ._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
 from ._store import ConversationInfo, Store, check_id, encode_message
 from ._tools import call_tool

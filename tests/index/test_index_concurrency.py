@@ -15,8 +15,8 @@ from pathlib import Path
 import tantivy
 
 from index import Workspace
-from index._paths import open_confined
-from index._pdfindex import PageIndex, fingerprint
+from index._paths import fingerprint, open_confined
+from index._pdfindex import PageIndex
 from tests import pdfgen
 from tests.builders import user
 

@@ -13,8 +13,7 @@ import pytest
 from PIL import Image
 
 from index import InvalidArgumentError, Workspace, WrongFileTypeError, _pdfworker
-from index._paths import open_confined
-from index._pdfindex import fingerprint
+from index._paths import fingerprint, open_confined
 from tests import pdfgen
 from tests.conftest import SAMPLES
 
