@@ -82,6 +82,7 @@ class LineIndex:
             + ".lines",
         )
         self._cumulative: list[int] | None = None
+        self._tail: int | None = None  # newlines in the last, partial block, once counted
         self._load()
 
     # persistence
@@ -114,6 +115,8 @@ class LineIndex:
         counts = array("I")
         counts.frombytes(body)
         self.counts = counts
+        if old_size == self.file.size and isinstance(header.get("tail_newlines"), int):
+            self._tail = header["tail_newlines"]  # same size and mtime: the tail is unchanged
 
     def save(self) -> None:
         scanned = len(self.counts) * BLOCK
@@ -124,6 +127,9 @@ class LineIndex:
             "mtime_ns": self.file.mtime_ns,
             "blocks": len(self.counts),
             "fingerprint": self._fingerprint(scanned),
+            "tail_newlines": self.tail_newlines()
+            if scanned == self.complete_blocks * BLOCK
+            else None,
         }
         os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
         tmp = f"{self.cache_path}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -180,15 +186,26 @@ class LineIndex:
         self.save()
 
     def tail_newlines(self) -> int:
-        """Newlines in the last, partial block (scanned each time; at most BLOCK bytes)."""
-        start = self.complete_blocks * BLOCK
-        return os.pread(self.file.fd, BLOCK, start).count(b"\n") if start < self.file.size else 0
+        """Newlines in the last, partial block (at most BLOCK bytes; kept with the index)."""
+        if self._tail is None:
+            start = self.complete_blocks * BLOCK
+            data = os.pread(self.file.fd, BLOCK, start) if start < self.file.size else b""
+            self._tail = data.count(b"\n")
+        return self._tail
 
     def total_newlines(self) -> int | None:
         """Newlines in the whole file, if every block has been counted."""
         if len(self.counts) < self.complete_blocks:
             return None
         return self.scanned_newlines() + self.tail_newlines()
+
+    def total_lines(self) -> int | None:
+        """Lines as an editor counts them (a last line without newline counts), if known."""
+        newlines = self.total_newlines()
+        if newlines is None:
+            return None
+        size = self.file.size
+        return newlines + (1 if size and os.pread(self.file.fd, 1, size - 1) != b"\n" else 0)
 
     def newline_offset(self, k: int) -> int | None:
         """Byte offset of the k-th newline (1-based), or None if the file has fewer."""
@@ -241,8 +258,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
     else:
         offset = index.newline_offset(start_line - 1)
         if offset is None or offset + 1 > size or (offset + 1 == size):
-            newlines = index.total_newlines() or 0
-            lines = newlines + (1 if size and os.pread(fd, 1, size - 1) != b"\n" else 0)
+            lines = index.total_lines() or 0
             raise InvalidArgumentError(
                 f"start_line {start_line} is past the end: the file has {lines:,} lines"
             )
@@ -286,10 +302,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
         chars += len(text)
         line_no += 1
         pos = buf_at + (nl + 1 if nl >= 0 else len(buf))
-    total = index.total_newlines()
-    total_lines: int | None = None
-    if total is not None:
-        total_lines = total + (1 if size and os.pread(fd, 1, size - 1) != b"\n" else 0)
+    total_lines = index.total_lines()
     more = pos < size and (end_line is None or line_no <= end_line)
     if stopped_by == "chars":
         notes.append(f"stopped at {MAX_READ_CHARS:,} chars")

@@ -128,6 +128,7 @@ def test_index_is_persisted_and_reused_by_a_new_workspace(ws: Workspace) -> None
         assert len(index.counts) == f.size // BLOCK, (
             "the second process starts from the saved index"
         )
+        assert index._tail is not None, "the last partial block's count was saved too"
         assert index.total_newlines() == 200_000
 
 
