@@ -476,10 +476,12 @@ class PdfDocument:
             )
         else:
             regions = [(0, size)]
+        if not size:
+            raise Broken("no objects found in the file")  # and nothing to map
         table: dict[int, int] = {}
         trailers: list[int] = []
         typed: list[tuple[int, bytes]] = []
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else _empty() as view:
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as view:
             for start, stop in regions:
                 for m in _SCAN_OBJ.finditer(view, start, stop):
                     table[int(m.group(1))] = m.start()
@@ -673,14 +675,6 @@ class PdfDocument:
                 if window >= MAX_OBJECT_BYTES:
                     raise Broken(f"object {num} is larger than {MAX_OBJECT_BYTES} bytes") from None
                 window *= 4
-
-
-class _empty:
-    def __enter__(self) -> bytes:
-        return b""
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 # --- facts -------------------------------------------------------------------------------

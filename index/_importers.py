@@ -347,10 +347,7 @@ def repair_pairing(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
             return
         stubbed += len(pending)
         if anthropic_calls:
-            blocks = [
-                {"type": "tool_result", "tool_use_id": cid, "content": STUB_TEXT, "is_error": True}
-                for cid in pending
-            ]
+            blocks = [_stub_result(cid) for cid in pending]
             out.append({"role": "user", "content": blocks, "meta": True, "stub": True})
         else:
             for cid in pending:
@@ -390,15 +387,7 @@ def repair_pairing(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
                     **message,
                     "content": [
                         *message["content"],
-                        *(
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": c,
-                                "content": STUB_TEXT,
-                                "is_error": True,
-                            }
-                            for c in pending
-                        ),
+                        *(_stub_result(c) for c in pending),
                     ],
                 }
                 pending.clear()
@@ -418,6 +407,11 @@ def repair_pairing(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
     if stubbed:
         notes.append(f"{stubbed} tool calls without a result got an explicit stub result")
     return out, notes
+
+
+def _stub_result(call_id: str) -> dict[str, Any]:
+    """An Anthropic tool_result that says the log holds no result for ``call_id``."""
+    return {"type": "tool_result", "tool_use_id": call_id, "content": STUB_TEXT, "is_error": True}
 
 
 def _is_result(block: Any) -> bool:
