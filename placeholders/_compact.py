@@ -20,7 +20,15 @@ from typing import Any
 from ._errors import PlaceholderError
 from ._fold import Summarizer, SummarizerError
 from ._replay import is_placeholder, read_call
-from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
+from ._shapes import (
+    block_chars,
+    content_chars,
+    is_genuine_user,
+    one_line,
+    result_slots,
+    text_of,
+    tool_calls,
+)
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -88,19 +96,6 @@ def _is_base64_image(block: Any) -> bool:
         url = image.get("url") if isinstance(image, Mapping) else None
         return isinstance(url, str) and url.startswith("data:")
     return False
-
-
-def _block_text_chars(block: Any) -> int:
-    if isinstance(block, Mapping):
-        if block.get("type") == "image":
-            source = block.get("source")
-            data = source.get("data") if isinstance(source, Mapping) else None
-            return len(data) if isinstance(data, str) else 0
-        if block.get("type") == "image_url":
-            image = block.get("image_url")
-            url = image.get("url") if isinstance(image, Mapping) else None
-            return len(url) if isinstance(url, str) else 0
-    return 0
 
 
 class _Turn:
@@ -246,7 +241,7 @@ def compact_turn(
             new_content = []
             for block in slot.content:
                 if _is_base64_image(block):
-                    size = _block_text_chars(block)
+                    size = block_chars(block)
                     stripped += size
                     turn.cuts.append(
                         f"[{message.get('id', i)}] image in the result of {slot.tool_call_id}: "

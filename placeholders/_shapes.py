@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "Message",
     "ResultSlot",
+    "block_chars",
     "content_chars",
     "is_genuine_user",
     "is_meta",
@@ -177,11 +178,12 @@ def _value_chars(value: Any) -> int:
     if isinstance(value, str):
         return len(value)
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return sum(_block_chars(b) for b in value)
+        return sum(block_chars(b) for b in value)
     return 0
 
 
-def _block_chars(block: Any) -> int:
+def block_chars(block: Any) -> int:
+    """Codepoints a content block carries: text, tool input, or inline data (base64, URLs)."""
     if isinstance(block, str):
         return len(block)
     if not isinstance(block, Mapping):
