@@ -9,19 +9,18 @@ Any failure leaves everything as it was.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
-import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from placeholders import FoldPolicy, Summarizer, fold_boundary
 
+from ._locks import file_lock
 from ._store import Store
 
 __all__ = ["FoldResult", "append_event", "fold_conversation"]
@@ -47,27 +46,11 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-@contextlib.contextmanager
-def _exclusive(path: str) -> Iterator[bool]:
-    """A non-blocking lock across processes; yields False if another holder has it."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def fold_conversation(
     store: Store, cid: str, policy: FoldPolicy, summarize: Summarizer, home: str
 ) -> FoldResult:
     """Fold a stored conversation's old prefix into its summary (see `Workspace.fold`)."""
-    with _exclusive(os.path.join(home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
+    with file_lock(os.path.join(home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
         if not mine:
             return FoldResult(False, "another fold of this conversation is running")
         previous = store.fold(cid)

@@ -12,7 +12,6 @@ one process at a time, never trusted blindly.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ from typing import Any
 import tantivy
 
 from ._errors import BusyError, InvalidArgumentError
+from ._locks import file_lock
 
 __all__ = ["WRITER_WAIT_S", "DerivedIndex", "build_query", "search_with_snippets", "snippet_text"]
 
@@ -71,23 +71,13 @@ class DerivedIndex:
 
     @contextmanager
     def _writer_lock(self) -> Iterator[None]:
-        with open(self.directory + ".lock", "a+") as handle:
-            deadline = time.monotonic() + WRITER_WAIT_S
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise BusyError(
-                            f"another process has been writing {self.directory} for over "
-                            f"{WRITER_WAIT_S:.0f}s; retry later"
-                        ) from None
-                    time.sleep(0.05)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with file_lock(self.directory + ".lock", WRITER_WAIT_S) as held:
+            if not held:
+                raise BusyError(
+                    f"another process has been writing {self.directory} for over "
+                    f"{WRITER_WAIT_S:.0f}s; retry later"
+                )
+            yield
 
     @contextmanager
     def writer(self) -> Iterator[Any]:
