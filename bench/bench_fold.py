@@ -22,7 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from index import Workspace
-from index._importers import load
+from index.store._importers import load
 from placeholders import FoldPolicy, ReplayPolicy, content_chars, is_genuine_user
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from index import Workspace
-from index._pdftext import BACKEND
+from index.tools._pdftext import BACKEND
 from tests import pdfgen
 
 PAGES = 3000

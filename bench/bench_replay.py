@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index._importers import load
+from index.store._importers import load
 from placeholders import ReplayPolicy, is_genuine_user, replay
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"

@@ -24,10 +24,10 @@ from ._errors import (
     WorkspaceError,
     WrongFileTypeError,
 )
-from ._importers import FORMATS
-from ._store import ConversationInfo
 from ._tools import TOOL_NAMES, tool_schemas
 from ._workspace import FoldResult, Workspace
+from .store._importers import FORMATS
+from .store._store import ConversationInfo
 
 __all__ = [
     "BusyError",

@@ -26,8 +26,6 @@ from placeholders import (
     result_slots,
 )
 
-from ._attachments import inline_blocks, save_inline, with_cards
-from ._convindex import MessageIndex
 from ._errors import (
     ConversationNotFoundError,
     ImportFormatError,
@@ -35,16 +33,18 @@ from ._errors import (
     StoreError,
     WrongFileTypeError,
 )
-from ._images import view_image
-from ._importers import load
-from ._lifecycle import FoldResult, append_event, fold_conversation
-from ._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
-from ._paths import OpenFile, fingerprint, open_confined, resolve_roots
-from ._pdfindex import PageIndex
-from ._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
-from ._store import ConversationInfo, Store, check_id, encode_message
 from ._tools import call_tool
-from ._transcode import encoding_of, utf8_view
+from .search._convindex import MessageIndex
+from .search._pdfindex import PageIndex
+from .store._attachments import inline_blocks, save_inline, with_cards
+from .store._importers import load
+from .store._lifecycle import FoldResult, append_event, fold_conversation
+from .store._store import ConversationInfo, Store, check_id, encode_message
+from .tools._images import view_image
+from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
+from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
+from .tools._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
+from .tools._transcode import encoding_of, utf8_view
 
 __all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "FoldResult", "Workspace"]
 

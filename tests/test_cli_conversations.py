@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from index.cli import cli
+from index.faces.cli import cli
 from tests.conftest import SAMPLES, TRANSCRIPTS
 from tests.placeholders.test_replay import parse_call
 
@@ -150,7 +150,7 @@ def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> Non
 def test_progress_bar_draws_one_updating_line() -> None:
     import io
 
-    from index.cli import progress_bar
+    from index.faces.cli import progress_bar
 
     stream = io.StringIO()
     show = progress_bar(stream, width=10)

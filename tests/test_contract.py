@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -34,16 +35,38 @@ def test_package_ships_py_typed(name: str) -> None:
     assert (REPO / name / "py.typed").is_file()
 
 
-def _imports(package: str) -> set[str]:
-    found: set[str] = set()
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(package: str) -> set[tuple[str, str]]:
+    """(importing module, imported module) pairs, relative imports resolved to absolute names."""
+    found: set[tuple[str, str]] = set()
     for path in (REPO / package).rglob("*.py"):
+        here = _module_name(path)
+        # The package a relative import starts from: the module's own package.
+        base = here.split(".") if path.name == "__init__.py" else here.split(".")[:-1]
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found |= {(path.name, a.name) for a in node.names}  # type: ignore[arg-type]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add((path.name, node.module))  # type: ignore[arg-type]
+                found |= {(here, a.name) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    anchor = base[: len(base) - (node.level - 1)]
+                    target = ".".join([*anchor, node.module] if node.module else anchor)
+                    names = [f"{target}.{a.name}" for a in node.names]
+                    found |= {(here, target), *((here, n) for n in names)}
+                elif node.module:
+                    found.add((here, node.module))
     return found
+
+
+def test_relative_imports_are_resolved() -> None:
+    # The direction tests below would pass vacuously if relative imports were not seen.
+    pairs = _imports("index")
+    assert ("index._workspace", "index.store._store") in pairs
+    assert ("index.faces.server", "index._workspace") in pairs
 
 
 @pytest.mark.parametrize(
@@ -52,16 +75,33 @@ def _imports(package: str) -> set[str]:
     ids=str,
 )
 def test_leaf_packages_import_no_sibling(package: str, forbidden: set[str]) -> None:
-    for filename, module in _imports(package):  # type: ignore[misc]
-        assert module.split(".")[0] not in forbidden, f"{package}/{filename} imports {module}"
+    for importer, module in _imports(package):
+        assert module.split(".")[0] not in forbidden, f"{importer} imports {module}"
 
 
-def test_nothing_imports_the_cli_or_the_server() -> None:
+def test_nothing_imports_the_faces() -> None:
     for package in PACKAGES:
-        for filename, module in _imports(package):  # type: ignore[misc]
-            assert module not in {"index.cli", "index.server"}, (
-                f"{package}/{filename} imports {module}"
+        for importer, module in _imports(package):
+            if importer.startswith("index.faces") or importer == "index.cli":
+                continue
+            assert not module.startswith(("index.faces", "index.cli")), (
+                f"{importer} imports {module}"
             )
+
+
+# Each room of `index` and the rooms it must not import (see the README's development section).
+ROOMS = {
+    "index.store": ("index.tools", "index.search", "index.faces", "index._workspace"),
+    "index.tools": ("index.store", "index.search", "index.faces", "index._workspace"),
+    "index.search": ("index.faces", "index._workspace"),
+}
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS), ids=str)
+def test_rooms_import_only_downward(room: str) -> None:
+    for importer, module in _imports("index"):
+        if importer == room or importer.startswith(room + "."):
+            assert not module.startswith(ROOMS[room]), f"{importer} imports {module}"
 
 
 def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -77,7 +117,7 @@ def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ..
 
 
 def test_every_cli_command_has_help() -> None:
-    cli = importlib.import_module("index.cli").cli
+    cli = importlib.import_module("index.faces.cli").cli
     runner = CliRunner()
     for path in [(), *_commands(cli)]:
         result = runner.invoke(cli, [*path, "--help"])

@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from index import TOOL_NAMES, Workspace
-from index.server import build_server
+from index.faces.server import build_server
 from tests import pdfgen
 from tests.conftest import REPO, SAMPLES
 

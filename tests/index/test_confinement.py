@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from index import NotAFileError, NotFoundError, OutsideRootsError, PathError, Workspace
-from index._paths import open_confined
+from index.tools._paths import open_confined
 
 SECRET = "top secret outside the root\n"
 

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import InvalidArgumentError, Workspace, _lines
-from index._lines import BLOCK, MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, LineIndex
-from index._paths import open_confined
+from index import InvalidArgumentError, Workspace
+from index.tools import _lines
+from index.tools._lines import BLOCK, MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, LineIndex
+from index.tools._paths import open_confined
 
 
 @pytest.fixture

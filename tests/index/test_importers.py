@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from index import ImportFormatError, InvalidArgumentError, Workspace
-from index._importers import STUB_TEXT
+from index.store._importers import STUB_TEXT
 from placeholders import ReplayPolicy, check_pairing, is_genuine_user, result_slots
 from tests.conftest import TRANSCRIPTS
 from tests.placeholders.test_replay import parse_call

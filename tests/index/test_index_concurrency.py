@@ -15,8 +15,8 @@ from pathlib import Path
 import tantivy
 
 from index import Workspace
-from index._paths import fingerprint, open_confined
-from index._pdfindex import PageIndex
+from index.search._pdfindex import PageIndex
+from index.tools._paths import fingerprint, open_confined
 from tests import pdfgen
 from tests.builders import user
 
@@ -90,7 +90,7 @@ def test_readers_search_while_another_thread_commits(tmp_path: Path) -> None:
 KILLED_INDEXER = """
 import sys, time
 from index import Workspace
-from index import _tantivy
+from index.search import _tantivy
 
 original = _tantivy.DerivedIndex.writer
 def slow_writer(self):

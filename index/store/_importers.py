@@ -16,7 +16,7 @@ from typing import Any
 
 from placeholders import result_slots, tool_calls
 
-from ._errors import ImportFormatError, InvalidArgumentError
+from .._errors import ImportFormatError, InvalidArgumentError
 
 __all__ = ["FORMATS", "MAX_IMPORT_BYTES", "STUB_TEXT", "Imported", "load"]
 

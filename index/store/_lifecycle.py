@@ -20,7 +20,7 @@ from typing import Any
 
 from placeholders import FoldPolicy, Summarizer, fold_boundary
 
-from ._locks import file_lock
+from .._locks import file_lock
 from ._store import Store
 
 __all__ = ["FoldResult", "append_event", "fold_conversation"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ._errors import WrongFileTypeError
+from .._errors import WrongFileTypeError
 from ._paths import OpenFile
 
 __all__ = ["MAX_IMAGE_PIXELS", "view_image"]

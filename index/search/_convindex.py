@@ -16,7 +16,7 @@ import tantivy
 
 from placeholders import result_slots, tool_calls
 
-from ._store import Store
+from ..store._store import Store
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
 __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
+from .._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
 
 __all__ = ["OpenFile", "fingerprint", "open_confined", "resolve_roots"]
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import tantivy
 
-from ._errors import BusyError, InvalidArgumentError
-from ._locks import file_lock
+from .._errors import BusyError, InvalidArgumentError
+from .._locks import file_lock
 
 __all__ = ["WRITER_WAIT_S", "DerivedIndex", "build_query", "search_with_snippets", "snippet_text"]
 

@@ -30,9 +30,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import cards
 import placeholders
 
-from ._errors import WorkspaceError
-from ._tools import TOOL_NAMES, tool_spec
-from ._workspace import Workspace
+from .._errors import WorkspaceError
+from .._tools import TOOL_NAMES, tool_spec
+from .._workspace import Workspace
 
 __all__ = ["BearerTokenMiddleware", "build_server", "is_loopback", "serve_http", "serve_stdio"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from placeholders import content_chars
 
-from ._errors import BusyError, ConversationNotFoundError, InvalidArgumentError, StoreError
+from .._errors import BusyError, ConversationNotFoundError, InvalidArgumentError, StoreError
 
 __all__ = ["SCHEMA_VERSION", "ConversationInfo", "FoldRecord", "Store", "StoredMessage"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import tantivy
 
-from ._paths import OpenFile, fingerprint
-from ._pdftext import ProgressCallback, extract_pages
+from ..tools._paths import OpenFile, fingerprint
+from ..tools._pdftext import ProgressCallback, extract_pages
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
 __all__ = ["PAGES_VERSION", "PageIndex", "fingerprint"]

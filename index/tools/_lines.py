@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from typing import Any
 
-from ._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError
 from ._paths import OpenFile
 
 _np: Any

@@ -1,0 +1,526 @@
+"""The ``leanreplay`` command: a thin click shell over the library. Only this module prints."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO, TypeVar, cast
+
+import click
+
+import cards
+from index import FORMATS, Workspace, WorkspaceError, tool_schemas
+from placeholders import (
+    DEFAULT_MIN_CHARS,
+    PlaceholderError,
+    ReplayPolicy,
+    is_placeholder,
+    result_slots,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def default_home() -> str:
+    """``$LEANREPLAY_HOME``, else the user data dir (``$XDG_DATA_HOME/leanreplay``)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
+    return os.path.join(base, "leanreplay")
+
+
+@dataclass
+class Settings:
+    home: str
+    roots: tuple[str, ...]
+    conversations: tuple[str, ...] = ()
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="leanreplay")
+@click.option(
+    "--home",
+    envvar="LEANREPLAY_HOME",
+    default=default_home,
+    show_default="$LEANREPLAY_HOME or the user data dir",
+    type=click.Path(file_okay=False),
+    help="Where the store, indexes and logs live.",
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder the file tools may read (repeatable; default: the current directory).",
+)
+@click.option(
+    "--conversation",
+    "conversations",
+    multiple=True,
+    help="Limit the conversation tools to this id (repeatable); others are 'not found'.",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context, home: str, roots: tuple[str, ...], conversations: tuple[str, ...]
+) -> None:
+    """Keep what an agent replays to its model lean, without losing a byte."""
+    ctx.obj = Settings(home=home, roots=roots or (os.getcwd(),), conversations=conversations)
+
+
+def library_errors(fn: F) -> F:
+    """Turn library errors into one clear line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (WorkspaceError, PlaceholderError, cards.CardError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return cast(F, wrapper)
+
+
+def workspace(ctx: click.Context) -> Workspace:
+    settings = ctx.find_object(Settings)
+    if settings is None:  # only when a command is invoked outside the `leanreplay` group
+        raise click.UsageError("run this command through `leanreplay`")
+    return Workspace(settings.home, settings.roots, conversations=settings.conversations or None)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@json_option
+def card(paths: tuple[str, ...], as_json: bool) -> None:
+    """Print the one-line card of each file in PATHS."""
+    results: list[dict[str, Any]] = []
+    failed = False
+    for path in paths:
+        try:
+            c = cards.card_for(path)
+        except cards.CardError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            failed = True
+            continue
+        if as_json:
+            results.append(c.to_dict())
+        else:
+            click.echo(c.render())
+    if as_json:
+        emit_json(results)
+    if failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
+@click.option("--conversation-id", default=None, help="Store under this id instead of the file's.")
+@json_option
+@click.pass_context
+@library_errors
+def ingest(
+    ctx: click.Context, file: str, fmt: str, conversation_id: str | None, as_json: bool
+) -> None:
+    """Import an agent log (JSON/JSONL messages, Claude Code, mini-swe-agent, tau-bench)."""
+    with workspace(ctx) as ws:
+        ids = ws.ingest(file, format=fmt, conversation_id=conversation_id)
+        infos = [ws.info(cid) for cid in ids]
+    if as_json:
+        emit_json(
+            [
+                {
+                    "conversation_id": i.id,
+                    "messages": i.messages,
+                    "format": i.format,
+                    "notes": i.notes,
+                }
+                for i in infos
+            ]
+        )
+        return
+    for info in infos:
+        notes = f" ({'; '.join(info.notes)})" if info.notes else ""
+        click.echo(f"{info.id}: {info.messages} messages, {info.format}{notes}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+@library_errors
+def conversations(ctx: click.Context, as_json: bool) -> None:
+    """List the stored conversations."""
+    with workspace(ctx) as ws:
+        infos = [ws.info(cid) for cid in ws.conversations()]
+    if as_json:
+        emit_json(
+            [{"conversation_id": i.id, "messages": i.messages, "format": i.format} for i in infos]
+        )
+        return
+    for info in infos:
+        click.echo(f"{info.id}\t{info.messages} messages\t{info.format or ''}")
+
+
+@cli.command(name="replay")
+@click.argument("target")
+@click.option(
+    "--age-unit",
+    type=click.Choice(["user_exchange", "assistant_turn"]),
+    default="user_exchange",
+    show_default=True,
+    help="What ages a tool result: genuine user exchanges, or assistant turns (agent loops).",
+)
+@click.option(
+    "--min-chars", type=click.IntRange(min=1), default=DEFAULT_MIN_CHARS, show_default=True
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Recent exchanges (or turns) kept verbatim.",
+)
+@json_option
+@click.pass_context
+@library_errors
+def replay_command(
+    ctx: click.Context, target: str, age_unit: str, min_chars: int, keep: int | None, as_json: bool
+) -> None:
+    """Print the lean replay of TARGET (a stored conversation id, or a log file to ingest)."""
+    options: dict[str, Any] = {"age_unit": age_unit, "min_chars": min_chars}
+    if keep is not None:
+        options[
+            "keep_user_exchanges" if age_unit == "user_exchange" else "keep_assistant_turns"
+        ] = keep
+    policy = ReplayPolicy(**options)
+    with workspace(ctx) as ws:
+        ids = ws.ingest(target) if os.path.isfile(target) else [target]
+        results = {cid: ws.replay(cid, policy) for cid in ids}
+    if as_json:
+        if len(results) == 1:
+            (result,) = results.values()
+            emit_json({"messages": result.messages, "stats": result.stats()})
+        else:
+            emit_json(
+                {cid: {"messages": r.messages, "stats": r.stats()} for cid, r in results.items()}
+            )
+        return
+    for cid, result in results.items():
+        click.echo(f"== {cid} ==")
+        for message in result.messages:
+            click.echo(render_message(message))
+        stats = result.stats()
+        saved = 1 - stats["chars_out"] / stats["chars_in"] if stats["chars_in"] else 0.0
+        click.echo(
+            f"-- {stats['messages']} messages, {stats['chars_in']:,} chars in, "
+            f"{stats['chars_out']:,} out ({saved:.1%} smaller), "
+            f"{stats['placeholders']} placeholders"
+        )
+
+
+def render_message(message: dict[str, Any]) -> str:
+    """A readable block for one message of a transcript."""
+    head = f"--- {message.get('id', '?')} {message.get('role')}"
+    if message.get("tool_call_id"):
+        head += f" (result of {message['tool_call_id']})"
+    if message.get("meta"):
+        head += " [meta]"
+    lines = [head]
+    content = message.get("content")
+    if isinstance(content, str):
+        lines.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                lines.append(str(block.get("text", "")))
+            elif kind == "tool_use":
+                arguments = json.dumps(block.get("input"), ensure_ascii=False)
+                lines.append(f"[call {block.get('name')} {block.get('id')}] {arguments}")
+            elif kind == "tool_result":
+                inner = block.get("content")
+                text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
+                lines.append(f"[result of {block.get('tool_use_id')}] {text}")
+            elif kind == "thinking":
+                lines.append(f"[thinking] {block.get('thinking', '')}")
+            else:
+                lines.append(f"[{kind} block]")
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        lines.append(f"[call {function.get('name')} {call.get('id')}] {function.get('arguments')}")
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--conversation-id", default=None, help="Search only this conversation.")
+@click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True)
+@json_option
+@click.pass_context
+@library_errors
+def search(
+    ctx: click.Context, query: str, conversation_id: str | None, limit: int, as_json: bool
+) -> None:
+    """Search stored conversations (folded messages included) for QUERY."""
+    with workspace(ctx) as ws:
+        result = ws.conversation_search(query, conversation_id=conversation_id, limit=limit)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["hits"]:
+        click.echo(f"no messages match {query!r}")
+    for hit in result["hits"]:
+        click.echo(f"{hit['conversation_id']} {hit['message_id']} ({hit['role']}) {hit['snippet']}")
+        click.echo(f"    {hit['read']}")
+
+
+def progress_bar(stream: TextIO, width: int = 30) -> Callable[[int, int, str], None]:
+    """A one-line progress bar for long tool work (first pdf_search); thread-safe."""
+    lock = threading.Lock()
+
+    def show(done: int, total: int, message: str) -> None:
+        with lock:
+            filled = width if not total else min(width, width * done // total)
+            bar = "#" * filled + "." * (width - filled)
+            stream.write(f"\r[{bar}] {done:,}/{total:,} {message[:48]:<48}")
+            if total and done >= total:
+                stream.write("\n")
+            stream.flush()
+
+    return show
+
+
+@cli.command()
+@click.argument("tool")
+@click.argument("arguments", default="{}")
+@click.pass_context
+@library_errors
+def call(ctx: click.Context, tool: str, arguments: str) -> None:
+    """Run one tool (see `leanreplay tools`) with JSON ARGUMENTS and print its JSON result."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"ARGUMENTS must be a JSON object: {exc}") from None
+    progress = progress_bar(sys.stderr) if sys.stderr.isatty() else None
+    with workspace(ctx) as ws:
+        result = ws.call(tool, parsed, progress=progress)
+    emit_json(result)
+
+
+@cli.command()
+@click.option(
+    "--http",
+    "http_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.option(
+    "--token",
+    envvar="LEANREPLAY_TOKEN",
+    default=None,
+    help="Bearer token HTTP clients must send (or LEANREPLAY_TOKEN).",
+)
+@click.option("--no-auth", is_flag=True, help="Serve HTTP without a bearer token.")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback HTTP address.")
+@click.pass_context
+@library_errors
+def serve(
+    ctx: click.Context,
+    http_address: str | None,
+    token: str | None,
+    no_auth: bool,
+    allow_remote: bool,
+) -> None:
+    """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
+    from index.faces import server  # only the serve command needs the MCP server stack
+
+    if http_address is not None:
+        host, _, port_text = http_address.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise click.ClickException(
+                f"--http takes HOST:PORT such as 127.0.0.1:8765, got {http_address!r}"
+            )
+        if not server.is_loopback(host) and not allow_remote:
+            raise click.ClickException(
+                f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
+            )
+        if token is None and not no_auth:
+            raise click.ClickException(
+                "HTTP needs a bearer token: pass --token or set LEANREPLAY_TOKEN (or --no-auth)"
+            )
+    ws = workspace(ctx)
+    if http_address is None:
+        server.serve_stdio(ws)
+        return
+    click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
+    server.serve_http(ws, host, int(port_text), None if no_auth else token)
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openai", "anthropic", "mcp"]),
+    default="openai",
+    show_default=True,
+)
+def tools(fmt: str) -> None:
+    """Print the tool schemas for function calling."""
+    emit_json(tool_schemas(fmt))
+
+
+def sample_dir() -> Path:
+    """The bundled samples: inside the installed package, else next to the source tree."""
+    here = Path(__file__).resolve().parent  # index/faces
+    for candidate in (here.parent / "sample_files", here.parent.parent / "sample_files"):
+        if (candidate / "manifest.json").is_file():
+            return candidate
+    raise click.ClickException("sample_files/ not found; run the demo from a leanreplay checkout")
+
+
+@cli.command()
+@click.argument("conversation_id")
+@json_option
+@click.pass_context
+@library_errors
+def fold(ctx: click.Context, conversation_id: str, as_json: bool) -> None:
+    """Fold the old prefix of a conversation into its summary (offline summarizer)."""
+    with workspace(ctx) as ws:
+        result = ws.fold(conversation_id)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if not result.folded:
+        click.echo(f"not folded: {result.reason}")
+        return
+    click.echo(
+        f"folded {result.messages_folded} messages through {result.summarized_through_message_id} "
+        f"into a {len(result.summary or ''):,}-char summary (fold #{result.generation})"
+    )
+
+
+@cli.command()
+def demo() -> None:
+    """Run the pipeline on the bundled sample files (in a temporary home) and show what it saved."""
+    samples = sample_dir()
+    click.echo(f"== 1. cards of {samples} (content never injected) ==")
+    total = card_chars = 0
+    for path in sorted(samples.iterdir()):
+        if path.name == "manifest.json":
+            continue
+        line = cards.card_for(path).render()
+        click.echo(line)
+        total += path.stat().st_size
+        card_chars += len(line)
+    click.echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards\n")
+
+    with (
+        tempfile.TemporaryDirectory(prefix="leanreplay-demo-") as home,
+        Workspace(home, [str(samples)]) as ws,
+    ):
+        (cid,) = ws.ingest(samples / "conversation.jsonl")
+        count = ws.info(cid).messages
+        click.echo(f"== 2. ingest conversation.jsonl -> conversation {cid!r} ({count} messages) ==")
+        result = ws.replay(cid)
+        stats = result.stats()
+        click.echo(
+            f"replay: {stats['chars_in']:,} chars in, {stats['chars_out']:,} out, "
+            f"{stats['placeholders']} placeholder(s), {stats['elided_chars']:,} chars elided"
+        )
+        placeholder = next(
+            (
+                s.content
+                for m in result.messages
+                for s in result_slots(m)
+                if is_placeholder(s.content)
+            ),
+            None,
+        )
+        if placeholder is None:
+            raise click.ClickException("the demo conversation produced no placeholder")
+        click.echo(f"the model sees instead: {placeholder}\n")
+        call_text = placeholder[placeholder.index("conversation_read(") :]
+        click.echo(f"== 3. the model calls {call_text} ==")
+        ids = dict(re.findall(r'(\w+)=("(?:[^"\\]|\\.)*")', call_text))
+        arguments = {k: json.loads(v) for k, v in ids.items()}
+        read = ws.call("conversation_read", arguments)
+        original = next(m for m in ws.messages(cid) if m["id"] == arguments["message_id"])
+        same = read["content"] == original["content"]
+        size = sum(s.chars() for s in result_slots(original))
+        click.echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
+
+        click.echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")
+        (attached,) = ws.ingest(samples / "conversation_with_pdf.jsonl")
+        lean = ws.replay(attached)
+        card_text = lean.messages[1]["content"][1]["text"]
+        stats = lean.stats()
+        click.echo(
+            f"replay: {stats['chars_in']:,} chars in (base64 replaced by the card), "
+            f"{stats['chars_out']:,} out, {stats['placeholders']} placeholder(s)"
+        )
+        click.echo(f"the model sees: {card_text}")
+        found = re.search(r'path=("(?:[^"\\]|\\.)*")', card_text)
+        if found is None:
+            raise click.ClickException(f"the attachment card names no path: {card_text}")
+        saved = json.loads(found.group(1))
+        hit = ws.pdf_search(saved, "marker00007")["hits"][0]
+        click.echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
+
+        click.echo("== 5. a long conversation folds as it grows (offline summarizer) ==")
+        peak = grown = 0
+        for i in range(60):
+            for message in _synthetic_turn(i):
+                ws.append("long", message)
+                grown += len(json.dumps(message))
+            peak = max(peak, ws.replay("long").chars_out)
+        state = ws.fold_state("long") or {}
+        click.echo(
+            f"{len(ws.messages('long'))} messages stored ({grown:,} chars of JSON); "
+            f"{state.get('generation', 0)} folds; the largest replay was {peak:,} chars; "
+            f"the summary runs through {state.get('summarized_through_message_id')}; "
+            "every original is kept"
+        )
+
+
+def _synthetic_turn(i: int) -> list[dict[str, Any]]:
+    log = "".join(f"step {i}.{n}: compiled module {n} in {n % 7 + 1}ms\n" for n in range(180))
+    return [
+        {"role": "user", "content": f"Run build #{i} and tell me if it passed."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": f"b{i}", "name": "bash", "input": {"cmd": "make"}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"b{i}", "content": log}],
+        },
+        {"role": "assistant", "content": f"Build #{i} passed: 180 modules compiled."},
+    ]
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""The store room: conversations in SQLite (append-only, byte-exact originals), the importers
+that turn agent logs into stored messages, inline attachments saved by content hash, and the
+fold lifecycle with its event log.
+
+May import: `index._errors`, `index._locks`, `cards`, `placeholders`. Never `index.tools`,
+`index.search` or `index.faces`.
+"""
