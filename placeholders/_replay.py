@@ -68,6 +68,12 @@ class ReplayPolicy:
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
     min_savings: int = 0
 
+    @classmethod
+    def seed(cls) -> ReplayPolicy:
+        """The original rule, exactly: results of >= 2,000 chars older than the last two
+        genuine user exchanges become placeholders at once; nothing else changes."""
+        return cls()
+
     def __post_init__(self) -> None:
         _check_count("min_chars", self.min_chars, 1)
         _check_count("keep_user_exchanges", self.keep_user_exchanges, 0)
