@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index._importers import load
+from index.store._importers import load
 from placeholders import ReplayPolicy, for_provider, replay, result_slots
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
