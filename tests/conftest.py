@@ -1,8 +1,16 @@
-"""Shared fixtures: paths to the committed samples and to the shared transcripts."""
+"""Shared fixtures: paths to the committed samples and to the shared transcripts.
+
+Tests that read the real transcripts in ``../shared/transcripts`` get them through
+`transcripts` (a fixture) or `transcript_files` (for parametrizing). In a fresh clone without
+that folder those tests skip and say why; under ``CI=true`` a missing folder fails the run,
+so CI can never go green by skipping the real-data tests.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +20,52 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_files"
 SHARED = REPO.parent / "shared"
 TRANSCRIPTS = SHARED / "transcripts"
+
+MISSING_TRANSCRIPTS = (
+    f"needs the shared transcripts at {TRANSCRIPTS} (a folder beside the checkout); "
+    "absent here, so the real-data tests are skipped"
+)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if in_ci() and not TRANSCRIPTS.is_dir():
+        raise pytest.UsageError(
+            f"CI=true but {TRANSCRIPTS} is missing: the real-data tests cannot be skipped in CI; "
+            "check out the shared transcripts beside the repository"
+        )
+
+
+def require_transcripts() -> Path:
+    """The transcripts folder; skips the calling test (fails it under CI=true) when absent."""
+    if TRANSCRIPTS.is_dir():
+        return TRANSCRIPTS
+    if in_ci():
+        pytest.fail(f"CI=true but {TRANSCRIPTS} is missing", pytrace=False)
+    pytest.skip(MISSING_TRANSCRIPTS)
+
+
+def transcript_files(
+    select: Callable[[Path], bool] = lambda p: p.suffix in (".json", ".jsonl"),
+) -> list[Any]:
+    """Transcript files for ``parametrize``, sorted; without the folder, one parameter that
+    skips with the reason (instead of pytest's silent "empty parameter set")."""
+    if not TRANSCRIPTS.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=MISSING_TRANSCRIPTS))]
+    return sorted(p for p in TRANSCRIPTS.rglob("*") if p.is_file() and select(p))
+
+
+def transcript_id(path: Path | None) -> str:
+    return "missing" if path is None else str(path.relative_to(TRANSCRIPTS))
+
+
+@pytest.fixture(scope="session")
+def transcripts() -> Path:
+    """``../shared/transcripts``; the test skips (fails under CI=true) when it is absent."""
+    return require_transcripts()
 
 
 def load_manifest() -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from index.faces.cli import cli
-from tests.conftest import SAMPLES, TRANSCRIPTS
+from tests.conftest import SAMPLES
 from tests.placeholders.test_replay import parse_call
 
 
@@ -44,8 +44,8 @@ def test_replay_text_mode_shows_transcript_and_stats(tmp_path: Path) -> None:
     assert "1 placeholders" in out
 
 
-def test_replay_of_a_real_agent_loop_by_assistant_turns(tmp_path: Path) -> None:
-    path = next(TRANSCRIPTS.rglob("*.traj.json"))
+def test_replay_of_a_real_agent_loop_by_assistant_turns(tmp_path: Path, transcripts: Path) -> None:
+    path = next(transcripts.rglob("*.traj.json"))
     code, out = run(tmp_path, "replay", str(path), "--age-unit", "assistant_turn", "--json")
     assert code == 0
     assert json.loads(out)["stats"]["placeholders"] > 0

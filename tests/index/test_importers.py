@@ -11,13 +11,13 @@ import pytest
 from index import ImportFormatError, InvalidArgumentError, Workspace
 from index.store._importers import STUB_TEXT
 from placeholders import ReplayPolicy, check_pairing, is_genuine_user, result_slots
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files, transcript_id
 from tests.placeholders.test_replay import parse_call
 
-REAL_FILES = sorted(p for p in TRANSCRIPTS.rglob("*") if p.suffix in (".json", ".jsonl"))
+REAL_FILES = transcript_files()
 
 
-def test_transcripts_are_present() -> None:
+def test_transcripts_are_present(transcripts: Path) -> None:
     assert len(REAL_FILES) == 22, "expected the 22 transcript files described in SOURCES.md"
 
 
@@ -30,6 +30,7 @@ def _conversation_id_for(path: Path) -> str | None:
 
 @pytest.fixture(scope="module")
 def real_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    require_transcripts()
     home = tmp_path_factory.mktemp("real")
     ids: dict[str, list[str]] = {}
     with Workspace(home) as ws:
@@ -38,7 +39,7 @@ def real_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return home, ids
 
 
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+@pytest.mark.parametrize("path", REAL_FILES, ids=transcript_id)
 def test_real_transcript_imports_replays_and_round_trips(
     real_home: tuple[Path, dict[str, list[str]]], path: Path
 ) -> None:
