@@ -1,12 +1,17 @@
 """One definition per tool: the typed `Workspace` method. The argument validation, the CLI
 ``call`` command, the MCP server and the exported function-calling schemas all derive from
-its signature and docstring."""
+its signature and docstring; `call_tool` is the one path a call by name takes (CLI and MCP).
+
+Adding a tool is one typed method on `Workspace` and one line in `TOOL_NAMES`.
+"""
 
 from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -14,11 +19,40 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from ._errors import InvalidArgumentError
+from .tools._pdftext import ProgressCallback
 
 if TYPE_CHECKING:
     from ._workspace import Workspace
 
-__all__ = ["TOOL_NAMES", "ToolSpec", "call_tool", "tool_schemas", "tool_spec"]
+__all__ = [
+    "TOOL_NAMES",
+    "ToolSpec",
+    "call_tool",
+    "current_progress",
+    "tool_schemas",
+    "tool_spec",
+]
+
+# The progress hook of the tool call running in this context. A context variable rather than
+# a parameter, so the tool signatures stay exactly the model's arguments (the MCP SDK builds
+# its schema from them) and concurrent calls in worker threads each see their own hook.
+_progress: ContextVar[ProgressCallback | None] = ContextVar("leanreplay_progress", default=None)
+
+
+def current_progress() -> ProgressCallback | None:
+    """The progress hook given to the `call_tool` running in this context, if any."""
+    return _progress.get()
+
+
+@contextmanager
+def reporting_progress(progress: ProgressCallback | None) -> Iterator[None]:
+    """Run the enclosed tool work with ``progress`` as its progress hook."""
+    token = _progress.set(progress)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
 
 # The model-facing tools, in the order they are listed.
 TOOL_NAMES = (
@@ -63,8 +97,6 @@ def tool_spec(name: str) -> ToolSpec:
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     for param in list(inspect.signature(fn).parameters.values())[1:]:
-        if param.kind is inspect.Parameter.KEYWORD_ONLY:
-            continue  # runtime hooks such as progress callbacks are not model arguments
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (hints[param.name], default)
     model = pydantic.create_model(
@@ -129,10 +161,23 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
     return model.model_dump()
 
 
-def call_tool(workspace: Workspace, name: str, arguments: object, **hooks: Any) -> Any:
-    """Validate ``arguments`` and run the tool on ``workspace``; ``hooks`` (such as
-    ``progress``) go to tools that accept them."""
+def call_tool(
+    workspace: Workspace,
+    name: str,
+    arguments: object,
+    *,
+    progress: ProgressCallback | None = None,
+) -> Any:
+    """Validate ``arguments`` and run the tool on ``workspace``: the one path of a tool call
+    by name, for the CLI ``call`` command and the MCP server alike.
+
+    Args:
+        progress: called as ``progress(done, total, message)`` while a long call works (the
+            first `pdf_search` of a file); tools read it with `current_progress`.
+
+    Raises:
+        InvalidArgumentError: an unknown tool, or arguments that do not fit its signature.
+    """
     values = validate_arguments(name, arguments)
-    fn = getattr(workspace, name)
-    accepted = {k: v for k, v in hooks.items() if k in inspect.signature(fn).parameters}
-    return fn(**values, **accepted)
+    with reporting_progress(progress):
+        return getattr(workspace, name)(**values)

@@ -33,7 +33,7 @@ from ._errors import (
     StoreError,
     WrongFileTypeError,
 )
-from ._tools import call_tool
+from ._tools import call_tool, current_progress
 from .search._convindex import MessageIndex
 from .search._pdfindex import PageIndex
 from .store._attachments import inline_blocks, save_inline, with_cards
@@ -438,17 +438,15 @@ class Workspace:
         path: PdfPath,
         query: WordsQuery,
         limit: Annotated[int, Field(ge=1, le=50, description="Most pages to return.")] = 10,
-        *,
-        progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
         """Find the PDF pages that best match words or a phrase, with snippets.
 
-        The first search of a file extracts and indexes its pages (progress is reported);
-        later searches reuse the index until the file changes.
+        The first search of a file extracts and indexes its pages (reporting progress to the
+        hook given to `call`); later searches reuse the index until the file changes.
         """
         with open_confined(path, self.roots) as f:
             pages = self._pdf_pages(f)
-            file_id, indexed_now = self._pages.ensure(f, pages, progress)
+            file_id, indexed_now = self._pages.ensure(f, pages, current_progress())
             hits = self._pages.search(file_id, query, limit)
             return {
                 "path": f.path,

@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from index import TOOL_NAMES, Workspace
+from index import TOOL_NAMES, Workspace, tool_schemas
 from index.faces.server import build_server
 from tests import pdfgen
 from tests.conftest import REPO, SAMPLES
@@ -126,6 +126,30 @@ def test_in_memory_session(env: dict[str, Path], tmp_path: Path) -> None:
                 return await exercise(client, "memory")
 
     check(anyio.run(main))
+
+
+def _sans_titles(schema: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in schema.items() if k not in ("title", "additionalProperties")}
+    if "properties" in out:
+        out["properties"] = {k: _sans_titles(v) for k, v in out["properties"].items()}
+    return out
+
+
+def test_the_server_advertises_the_library_signatures(tmp_path: Path) -> None:
+    # The SDK builds each tool from the Workspace method (add_tool); what it advertises must
+    # be what `tool_schemas` exports, so the CLI, MCP and function calling agree.
+    async def main() -> list[Any]:
+        with Workspace(tmp_path) as ws:
+            async with Client(build_server(ws)) as client:
+                return list((await client.list_tools()).tools)
+
+    listed = {t.name: t for t in anyio.run(main)}
+    assert list(listed) == list(TOOL_NAMES)
+    for exported in tool_schemas("mcp"):
+        tool = listed[exported["name"]]
+        assert tool.description == exported["description"]
+        assert _sans_titles(tool.input_schema) == _sans_titles(exported["inputSchema"])
+        assert tool.annotations.read_only_hint is exported["annotations"]["readOnlyHint"] is True
 
 
 def test_stdio_session_with_a_subprocess(env: dict[str, Path]) -> None:

@@ -1,19 +1,20 @@
 """The MCP server: a thin shell that serves the `Workspace` tools over stdio or streamable HTTP.
 
-Each MCP tool is generated from the typed `Workspace` method of the same name, so the
-argument schema, the validation and the description are the library's own. Tools run in a
-worker thread (indexing a large PDF must not block the session) and report progress as MCP
-progress notifications. Failures reach the model as `ToolError` text it can act on.
+Each tool is the typed `Workspace` method itself, registered with the SDK's own `add_tool`
+(read-only annotations; the SDK derives the advertised schema and description from the
+signature). Calls take the library's one path, `Workspace.call`, so the CLI and MCP validate
+alike and the model reads our argument errors ("bad arguments for pdf_read: pages: ...")
+rather than a pydantic dump. Tools run in a worker thread (indexing a large PDF must not
+block the session) and report progress as MCP progress notifications. Failures reach the
+model as `ToolError` text it can act on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
-import inspect
 import ipaddress
 import json
-import warnings
 from typing import Any
 
 import anyio
@@ -22,9 +23,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import ImageContent, TextContent, ToolAnnotations
-from pydantic.json_schema import PydanticJsonSchemaWarning
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import cards
@@ -34,13 +33,24 @@ from .._errors import WorkspaceError
 from .._tools import TOOL_NAMES, tool_spec
 from .._workspace import Workspace
 
-__all__ = ["BearerTokenMiddleware", "build_server", "is_loopback", "serve_http", "serve_stdio"]
+__all__ = [
+    "BearerTokenMiddleware",
+    "WorkspaceServer",
+    "build_server",
+    "is_loopback",
+    "serve_http",
+    "serve_stdio",
+]
 
 INSTRUCTIONS = (
     "leanreplay keeps the conversation lean: attachments appear as one-line cards and old tool "
     "output as placeholders. Each placeholder names the exact conversation_read call that "
     "returns the original; cards name the tool that reads the file (pdf_info, pdf_search, "
     "pdf_read, file_read, file_search, image_view). Read only what you need."
+)
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
 
@@ -54,38 +64,38 @@ def _content(name: str, result: Any) -> list[TextContent | ImageContent]:
     return [TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
 
 
-_MISSING: Any = object()  # an argument the client did not send
+class WorkspaceServer(MCPServer):
+    """An MCP server whose tools are the read-only tools of one `Workspace`."""
 
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__(name="leanreplay", instructions=INSTRUCTIONS)
+        self.workspace = workspace
+        for name in TOOL_NAMES:
+            self.add_tool(
+                getattr(workspace, name),
+                name=name,
+                description=tool_spec(name).description,
+                annotations=READ_ONLY,
+                structured_output=False,
+            )
 
-def _make_tool(workspace: Workspace, name: str) -> Tool:
-    """An MCP tool for one `Workspace` method.
-
-    The advertised input schema is the method's own. The SDK's pre-validation is made
-    permissive (every argument optional, any type) so that `Workspace.call` validates, and the
-    model reads our message ("start_line: Input should be greater than or equal to 1 (it
-    takes: path, start_line, end_line)") instead of a pydantic dump.
-    """
-    method = getattr(Workspace, name)
-    params = [
-        inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=_MISSING, annotation=Any)
-        for p in list(inspect.signature(method).parameters.values())[1:]
-        if p.kind is not inspect.Parameter.KEYWORD_ONLY
-    ]
-    accepts_progress = "progress" in inspect.signature(method).parameters
-
-    async def tool(**kwargs: Any) -> list[TextContent | ImageContent]:
-        ctx: Context[Any, Any] = kwargs.pop("ctx")
-        arguments = {k: v for k, v in kwargs.items() if v is not _MISSING}
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        """Run a workspace tool through `Workspace.call` (validation, hooks, errors)."""
+        if name not in TOOL_NAMES:
+            return await super().call_tool(name, arguments, context)
         token = anyio.lowlevel.current_token()
 
         def progress(done: int, total: int, message: str) -> None:
+            if context is None:
+                return
             # Called from extraction threads; a lost notification must not stop the work.
             with contextlib.suppress(Exception):
-                anyio.from_thread.run(ctx.report_progress, done, total, message, token=token)
+                anyio.from_thread.run(context.report_progress, done, total, message, token=token)
 
         def run() -> Any:
-            hooks = {"progress": progress} if accepts_progress else {}
-            return workspace.call(name, arguments, **hooks)
+            return self.workspace.call(name, arguments, progress=progress)
 
         try:
             result = await anyio.to_thread.run_sync(run)
@@ -96,37 +106,12 @@ def _make_tool(workspace: Workspace, name: str) -> Tool:
                 f"{name} failed unexpectedly ({type(exc).__name__}: {exc}); "
                 "this is a leanreplay bug, please report it"
             ) from None
-        return _content(name, result)
-
-    ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
-    # Functions accept __signature__ and inspect.signature reads it; typeshed does not know.
-    tool.__signature__ = inspect.Signature([*params, ctx_param])  # type: ignore[attr-defined]
-    tool.__annotations__ = {
-        **{p.name: Any for p in params},
-        "ctx": Context,
-        "return": list[TextContent | ImageContent],
-    }
-    tool.__name__ = name
-    spec = tool_spec(name)
-    with warnings.catch_warnings():
-        # The permissive model's schema (with its sentinel defaults) is never advertised.
-        warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
-        built = Tool.from_function(
-            tool,
-            name=name,
-            description=spec.description,
-            annotations=ToolAnnotations(
-                read_only_hint=True, destructive_hint=False, open_world_hint=False
-            ),
-            structured_output=False,
-        )
-    return built.model_copy(update={"parameters": spec.input_schema()})
+        return CallToolResult(content=list(_content(name, result)))
 
 
 def build_server(workspace: Workspace) -> MCPServer:
     """An MCP server exposing every tool of ``workspace``, all read-only."""
-    tools = [_make_tool(workspace, name) for name in TOOL_NAMES]
-    return MCPServer(name="leanreplay", instructions=INSTRUCTIONS, tools=tools)
+    return WorkspaceServer(workspace)
 
 
 def serve_stdio(workspace: Workspace) -> None:

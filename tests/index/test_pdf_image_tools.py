@@ -56,8 +56,10 @@ def test_pdf_info_has_card_facts_metadata_and_outline(ws: Workspace) -> None:
 
 def test_pdf_search_indexes_once_reports_progress_and_ranks(ws: Workspace) -> None:
     events: list[tuple[int, int, str]] = []
-    first = ws.pdf_search(
-        "book.pdf", "marker00077", progress=lambda d, t, m: events.append((d, t, m))
+    first = ws.call(
+        "pdf_search",
+        {"path": "book.pdf", "query": "marker00077"},
+        progress=lambda d, t, m: events.append((d, t, m)),
     )
     assert first["indexed_now"] is True
     assert first["pages"] == PAGES
