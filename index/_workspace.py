@@ -39,7 +39,7 @@ from .search._pdfindex import PageIndex
 from .store._attachments import inline_blocks, save_inline, with_cards
 from .store._importers import load
 from .store._lifecycle import FoldResult, append_event, fold_conversation
-from .store._store import ConversationInfo, Store, check_id, encode_message
+from .store._store import ConversationInfo, SavedAttachment, Store, check_id
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
 from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
@@ -156,38 +156,22 @@ class Workspace:
                 raise ConversationNotFoundError(
                     f"conversation {cid!r} is not in this workspace's allowlist"
                 )
-            new = self._new_messages(cid, item.messages)
-            stored_ids = self.store.append(
-                cid, new, source=source, format=item.format, notes=item.notes
+            saved = _Attachments(self.attachments_dir)
+            # Save the likely new messages' attachments before taking the write lock; the
+            # store decides inside its transaction what is new, and asks for any others.
+            stored = self.store.info(cid).messages if self.store.exists(cid) else 0
+            for message in item.messages[stored:]:
+                saved(message)
+            self.store.ingest(
+                cid,
+                item.messages,
+                source=source,
+                format=item.format,
+                notes=item.notes,
+                attachments=saved,
             )
-            for mid, message in zip(stored_ids, new, strict=True):
-                self._save_attachments(cid, mid, message)
             ids.append(cid)
         return ids
-
-    def _save_attachments(self, cid: str, mid: str, message: Mapping[str, Any]) -> None:
-        for block, media, data, name in inline_blocks(message):
-            saved = save_inline(self.attachments_dir, media, data, name)
-            if saved is not None:
-                self.store.save_attachment(cid, mid, block, *saved)
-
-    def _new_messages(self, cid: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if not self.store.exists(cid):
-            return messages
-        stored = self.store.messages(cid)
-        if len(stored) > len(messages):
-            raise ImportFormatError(
-                f"conversation {cid!r} already holds {len(stored)} messages, more than this "
-                "log; ingest it under another --conversation-id"
-            )
-        for old, new in zip(stored, messages, strict=False):
-            candidate = new if "id" in new else {**new, "id": old.id}
-            if encode_message(candidate) != old.body:
-                raise ImportFormatError(
-                    f"conversation {cid!r} is already stored with different messages (first "
-                    f"difference at message {old.seq}); ingest under another --conversation-id"
-                )
-        return messages[len(stored) :]
 
     def append(self, conversation_id: str, message: Mapping[str, Any]) -> str:
         """Store one message at the end of a conversation (created if new); returns its id.
@@ -196,8 +180,9 @@ class Workspace:
         conversation grows past the fold threshold, the prefix is folded (``auto_fold``).
         """
         cid = self._visible(conversation_id)
-        mid = self.store.append(cid, [message])[0]
-        self._save_attachments(cid, mid, message)
+        saved = _Attachments(self.attachments_dir)
+        saved(message)  # before the transaction: the write lock is not held for the copy
+        mid = self.store.append(cid, [message], attachments=saved)[0]
         if self.auto_fold:
             fold = self.store.fold(cid)
             if (
@@ -557,3 +542,29 @@ class Workspace:
         for hit in hits:
             hit["read"] = read_call(hit["conversation_id"], hit["message_id"])
         return {"query": query, "hits": hits}
+
+
+class _Attachments:
+    """Saves the inline attachments of messages under the home, once per message object."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._done: dict[int, tuple[Mapping[str, Any], list[SavedAttachment]]] = {}
+
+    def __call__(self, message: Mapping[str, Any]) -> list[SavedAttachment]:
+        known = self._done.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        out: list[SavedAttachment] = []
+        for block, media, data, name in inline_blocks(message):
+            try:
+                saved = save_inline(self.directory, media, data, name)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot save an inline attachment under {self.directory!r}: "
+                    f"{exc.strerror}; free some space or fix the home's permissions, then retry"
+                ) from None
+            if saved is not None:
+                out.append((block, *saved))
+        self._done[id(message)] = (message, out)
+        return out

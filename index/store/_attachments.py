@@ -23,6 +23,7 @@ __all__ = ["MAX_ATTACHMENT_BYTES", "inline_blocks", "save_inline", "with_cards"]
 
 MAX_ATTACHMENT_BYTES = 256 * 1024 * 1024
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+)?(?:;[\w-]+=[^;,]*)*;base64,", re.IGNORECASE)
+_SAFE_EXTENSION = re.compile(r"\.[a-z0-9]{1,10}")
 _EXTENSIONS = {
     "image/png": ".png",
     "image/jpeg": ".jpg",
@@ -99,8 +100,9 @@ def save_inline(
     extension = (
         _EXTENSIONS.get((media or "").lower()) or mimetypes.guess_extension(media or "") or ".bin"
     )
-    if name and os.path.splitext(name)[1]:
-        extension = os.path.splitext(name)[1].lower()[:10]
+    named = os.path.splitext(name)[1].lower() if name else ""
+    if _SAFE_EXTENSION.fullmatch(named):  # a title is hostile: NUL bytes, separators, ...
+        extension = named
     folder = os.path.join(directory, digest[:2])
     path = os.path.join(folder, digest + extension)
     if not os.path.exists(path):

@@ -12,21 +12,39 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from placeholders import content_chars
 
-from .._errors import BusyError, ConversationNotFoundError, InvalidArgumentError, StoreError
+from .._errors import (
+    BusyError,
+    ConversationNotFoundError,
+    ImportFormatError,
+    InvalidArgumentError,
+    StoreError,
+)
+from ._attachments import inline_blocks
 
-__all__ = ["SCHEMA_VERSION", "ConversationInfo", "FoldRecord", "Store", "StoredMessage"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "ConversationInfo",
+    "FoldRecord",
+    "SavedAttachment",
+    "Store",
+    "StoredMessage",
+]
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process before BusyError
 MAX_ID_CHARS = 256
+
+# (block index, saved path, rendered card) of one inline attachment of a message
+SavedAttachment = tuple[int, str, str]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -126,39 +144,56 @@ class Store:
         os.makedirs(home, exist_ok=True)
         self.path = os.path.join(home, "store.sqlite3")
         self._lock = threading.RLock()
-        try:
-            self._db = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            with self._write():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                columns = {r[1] for r in self._db.execute("PRAGMA table_info(messages)")}
-                if "chars" not in columns:  # stores from before the fold kept no sizes
-                    self._db.execute("ALTER TABLE messages ADD COLUMN chars INTEGER")
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
-                    (uuid.uuid4().hex,),
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._db = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
-                row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-                if row is None:
-                    self._db.execute(
-                        "INSERT INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-                    )
-                elif int(row[0]) > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"store {self.path} has schema {row[0]}, newer than this leanreplay "
-                        f"({SCHEMA_VERSION}); upgrade leanreplay"
-                    )
-            (self.identity,) = self._db.execute(
-                "SELECT value FROM meta WHERE key='store_id'"
-            ).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+            try:
+                self._setup()
+                return
+            except sqlite3.OperationalError as exc:
+                # Switching a new store to WAL fails at once, without waiting, while another
+                # process creates it: retry within the same limit as any other write.
+                self._db.close()
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+                time.sleep(0.02)
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+
+    def _setup(self) -> None:
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        with self._write():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            columns = {r[1] for r in self._db.execute("PRAGMA table_info(messages)")}
+            if "chars" not in columns:  # stores from before the fold kept no sizes
+                self._db.execute("ALTER TABLE messages ADD COLUMN chars INTEGER")
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
+                (uuid.uuid4().hex,),
+            )
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"store {self.path} has schema {row[0]}, newer than this leanreplay "
+                    f"({SCHEMA_VERSION}); upgrade leanreplay"
+                )
+        (self.identity,) = self._db.execute(
+            "SELECT value FROM meta WHERE key='store_id'"
+        ).fetchone()
 
     def close(self) -> None:
         with self._lock:
@@ -220,67 +255,163 @@ class Store:
         source: str | None = None,
         format: str | None = None,
         notes: Iterable[str] = (),
+        attachments: Callable[[Mapping[str, Any]], list[SavedAttachment]] | None = None,
     ) -> list[str]:
-        """Append messages in one transaction; returns their ids (assigned when missing)."""
+        """Append messages in one transaction; returns their ids (assigned when missing).
+
+        ``attachments(message)`` names the inline attachments of a message, already saved
+        under the home; their rows commit in the same transaction as the message, so a crash
+        never leaves a stored message without its cards.
+        """
         check_id("conversation_id", conversation_id)
-        prepared = []
-        for i, message in enumerate(messages):
-            if not isinstance(message, Mapping):
-                raise InvalidArgumentError(
-                    f"message {i} must be a dict, got {type(message).__name__}"
-                )
-            role = message.get("role")
-            if not isinstance(role, str) or not role:
-                raise InvalidArgumentError(f"message {i} needs a string 'role'")
-            if "id" in message:
-                check_id(f"message {i} id", message["id"])
-            prepared.append(message)
+        prepared = _checked(messages)
         with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO conversations(id, source, format) VALUES (?, ?, ?)",
-                (conversation_id, source, format),
-            )
-            if notes:
-                (old,) = db.execute(
-                    "SELECT notes FROM conversations WHERE id=?", (conversation_id,)
-                ).fetchone()
-                db.execute(
-                    "UPDATE conversations SET notes=? WHERE id=?",
-                    (json.dumps([*json.loads(old), *notes], ensure_ascii=False), conversation_id),
-                )
-            (last,) = db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
+            self._conversation(db, conversation_id, source, format, notes)
+            return self._insert(db, conversation_id, prepared, attachments)
+
+    def ingest(
+        self,
+        conversation_id: str,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        source: str | None = None,
+        format: str | None = None,
+        notes: Iterable[str] = (),
+        attachments: Callable[[Mapping[str, Any]], list[SavedAttachment]] | None = None,
+    ) -> list[str]:
+        """Store what of an imported log is not stored yet; returns the ids it appended.
+
+        What is new is decided inside the write transaction, so two processes importing the
+        same log at once store each message once. The stored messages must be a prefix of
+        the log. A stored message whose attachment rows are missing (a crash in an older
+        version) gets them now.
+
+        Raises:
+            ImportFormatError: the conversation holds more messages than the log, or others.
+        """
+        check_id("conversation_id", conversation_id)
+        prepared = _checked(messages)
+        with self._write() as db:
+            stored = db.execute(
+                "SELECT seq, id, body FROM messages WHERE conversation_id=? ORDER BY seq",
                 (conversation_id,),
-            ).fetchone()
-            ids: list[str] = []
-            for offset, message in enumerate(prepared, start=1):
-                seq = last + offset
-                message_id = message.get("id")
-                if message_id is None:
-                    message_id = self._free_id(db, conversation_id, f"m{seq}")
-                    message = {**message, "id": message_id}
-                elif db.execute(
-                    "SELECT 1 FROM messages WHERE conversation_id=? AND id=?",
-                    (conversation_id, message_id),
-                ).fetchone():
-                    raise InvalidArgumentError(
-                        f"message id {message_id!r} already exists in conversation "
-                        f"{conversation_id!r}; ids are never reused"
-                    )
-                db.execute(
-                    "INSERT INTO messages(conversation_id, seq, id, role, body, chars) "
-                    "VALUES (?,?,?,?,?,?)",
-                    (
-                        conversation_id,
-                        seq,
-                        message_id,
-                        message["role"],
-                        encode_message(message),
-                        content_chars(message),
-                    ),
+            ).fetchall()
+            if len(stored) > len(prepared):
+                raise ImportFormatError(
+                    f"conversation {conversation_id!r} already holds {len(stored)} messages, "
+                    "more than this log; ingest it under another conversation id"
                 )
-                ids.append(message_id)
+            for (seq, mid, body), new in zip(stored, prepared, strict=False):
+                candidate = new if "id" in new else {**new, "id": mid}
+                if encode_message(candidate) != body:
+                    raise ImportFormatError(
+                        f"conversation {conversation_id!r} is already stored with different "
+                        f"messages (first difference at message {seq}); ingest it under "
+                        "another conversation id"
+                    )
+            fresh = prepared[len(stored) :]
+            if attachments is not None and stored:
+                self._repair_attachments(db, conversation_id, stored, attachments)
+            if stored and not fresh:
+                return []
+            self._conversation(db, conversation_id, source, format, notes)
+            return self._insert(db, conversation_id, fresh, attachments)
+
+    @staticmethod
+    def _conversation(
+        db: sqlite3.Connection,
+        conversation_id: str,
+        source: str | None,
+        format: str | None,
+        notes: Iterable[str],
+    ) -> None:
+        db.execute(
+            "INSERT OR IGNORE INTO conversations(id, source, format) VALUES (?, ?, ?)",
+            (conversation_id, source, format),
+        )
+        notes = list(notes)
+        if notes:
+            (old,) = db.execute(
+                "SELECT notes FROM conversations WHERE id=?", (conversation_id,)
+            ).fetchone()
+            db.execute(
+                "UPDATE conversations SET notes=? WHERE id=?",
+                (json.dumps([*json.loads(old), *notes], ensure_ascii=False), conversation_id),
+            )
+
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        conversation_id: str,
+        messages: list[Mapping[str, Any]],
+        attachments: Callable[[Mapping[str, Any]], list[SavedAttachment]] | None,
+    ) -> list[str]:
+        (last,) = db.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
+            (conversation_id,),
+        ).fetchone()
+        ids: list[str] = []
+        for offset, message in enumerate(messages, start=1):
+            seq = last + offset
+            saved = attachments(message) if attachments is not None else []
+            message_id = message.get("id")
+            if message_id is None:
+                message_id = self._free_id(db, conversation_id, f"m{seq}")
+                message = {**message, "id": message_id}
+            elif db.execute(
+                "SELECT 1 FROM messages WHERE conversation_id=? AND id=?",
+                (conversation_id, message_id),
+            ).fetchone():
+                raise InvalidArgumentError(
+                    f"message id {message_id!r} already exists in conversation "
+                    f"{conversation_id!r}; ids are never reused"
+                )
+            db.execute(
+                "INSERT INTO messages(conversation_id, seq, id, role, body, chars) "
+                "VALUES (?,?,?,?,?,?)",
+                (
+                    conversation_id,
+                    seq,
+                    message_id,
+                    message["role"],
+                    encode_message(message),
+                    content_chars(message),
+                ),
+            )
+            self._attach(db, conversation_id, message_id, saved)
+            ids.append(message_id)
         return ids
+
+    @staticmethod
+    def _attach(
+        db: sqlite3.Connection, conversation_id: str, message_id: str, saved: list[SavedAttachment]
+    ) -> None:
+        db.executemany(
+            "INSERT OR REPLACE INTO attachments"
+            "(conversation_id, message_id, block, path, card) VALUES (?,?,?,?,?)",
+            [(conversation_id, message_id, *row) for row in saved],
+        )
+
+    def _repair_attachments(
+        self,
+        db: sqlite3.Connection,
+        conversation_id: str,
+        stored: list[tuple[int, str, str]],
+        attachments: Callable[[Mapping[str, Any]], list[SavedAttachment]],
+    ) -> None:
+        have = {
+            (mid, block)
+            for mid, block in db.execute(
+                "SELECT message_id, block FROM attachments WHERE conversation_id=?",
+                (conversation_id,),
+            )
+        }
+        for _, mid, body in stored:
+            if "base64" not in body and '"file_data"' not in body:
+                continue  # no inline attachment can be in it
+            message = json.loads(body)
+            if any((mid, block) not in have for block, *_ in inline_blocks(message)):
+                self._attach(db, conversation_id, mid, attachments(message))
 
     @staticmethod
     def _free_id(db: sqlite3.Connection, conversation_id: str, wanted: str) -> str:
@@ -382,22 +513,26 @@ class Store:
 
     # attachments
 
-    def save_attachment(
-        self, conversation_id: str, message_id: str, block: int, path: str, card: str
-    ) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO attachments"
-                "(conversation_id, message_id, block, path, card) VALUES (?,?,?,?,?)",
-                (conversation_id, message_id, block, path, card),
-            )
-
     def attachment_cards(self, conversation_id: str) -> dict[tuple[str, int], str]:
         rows = self._read(
             "SELECT message_id, block, card FROM attachments WHERE conversation_id=?",
             (conversation_id,),
         )
         return {(mid, block): card for mid, block, card in rows}
+
+
+def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    prepared = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise InvalidArgumentError(f"message {i} must be a dict, got {type(message).__name__}")
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            raise InvalidArgumentError(f"message {i} needs a string 'role'")
+        if "id" in message:
+            check_id(f"message {i} id", message["id"])
+        prepared.append(message)
+    return prepared
 
 
 def _missing(conversation_id: str) -> str:
