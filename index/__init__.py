@@ -14,6 +14,7 @@
 from ._errors import (
     BusyError,
     ConversationNotFoundError,
+    FileChangedError,
     ImportFormatError,
     InvalidArgumentError,
     NotAFileError,
@@ -34,6 +35,7 @@ __all__ = [
     "ConversationInfo",
     "ConversationNotFoundError",
     "FORMATS",
+    "FileChangedError",
     "FoldResult",
     "ImportFormatError",
     "InvalidArgumentError",

@@ -6,7 +6,8 @@ return it to the model as is.
     ├── PathError                  a file path cannot be served
     │   ├── OutsideRootsError      resolves outside every configured root
     │   ├── NotFoundError          nothing there
-    │   └── NotAFileError          a directory, FIFO, socket or device
+    │   ├── NotAFileError          a directory, FIFO, socket or device
+    │   └── FileChangedError       truncated or rewritten while it was being read
     ├── WrongFileTypeError         e.g. pdf_read on something that is not a PDF
     ├── ConversationNotFoundError  unknown (or not allowed) conversation or message id
     ├── ImportFormatError          an input file is not in the format asked for or detected
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "BusyError",
     "ConversationNotFoundError",
+    "FileChangedError",
     "ImportFormatError",
     "InvalidArgumentError",
     "NotAFileError",
@@ -53,6 +55,10 @@ class NotFoundError(PathError):
 
 class NotAFileError(PathError):
     """The path is a directory, FIFO, socket or device."""
+
+
+class FileChangedError(PathError):
+    """The file was truncated or rewritten while it was being read; a retry reads it anew."""
 
 
 class WrongFileTypeError(WorkspaceError):

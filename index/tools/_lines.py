@@ -1,17 +1,21 @@
 """Numbered lines of text files of any size, read through a persisted sparse line index.
 
 The index counts newlines per 256 KiB block. It is built lazily, only as far as a read
-needs, in 16 MiB chunks scanned by two threads (NumPy when installed, which releases the
+needs, in 4 MiB chunks scanned by two threads (NumPy when installed, which releases the
 GIL; ``bytes.count`` otherwise), and saved under the workspace home so a later call, or
-another process, seeks straight to a line. Memory stays flat: nothing ever holds more than a
-few chunks of the file.
+another process, seeks straight to a line. Memory stays flat: each thread reads into one
+reused buffer.
+
+The file is read with ``pread``, never mapped: a log truncated under the reader (logrotate's
+``copytruncate``) would turn an access to a mapped page past the new end into SIGBUS. A short
+read, or a head that changed, raises `FileChangedError` instead, and nothing read from a file
+that changed meanwhile is saved or answered.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
 import threading
 import time
@@ -22,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from typing import Any
 
-from .._errors import InvalidArgumentError
+from .._errors import FileChangedError, InvalidArgumentError
 from ._paths import OpenFile
 
 _np: Any
@@ -54,6 +58,27 @@ _FINGERPRINT_BYTES = 4096
 _save_lock = threading.Lock()
 
 
+def _changed(path: str) -> FileChangedError:
+    return FileChangedError(
+        f"{path!r} was truncated or rewritten while it was being read (log rotation?); "
+        "retry the call"
+    )
+
+
+def _read_into(fd: int, buf: bytearray, size: int, offset: int) -> memoryview:
+    """``size`` bytes at ``offset`` in the reused ``buf``; fewer only if the file is shorter."""
+    view = memoryview(buf)[:size]
+    if _preadv is not None:
+        got = _preadv(fd, [view], offset)
+        return view[:got]
+    data = os.pread(fd, size, offset)
+    view[: len(data)] = data
+    return view[: len(data)]
+
+
+_preadv = getattr(os, "preadv", None)
+
+
 def _count_block_numpy(view: Any) -> list[int]:
     assert _np is not None
     eq = _np.frombuffer(view, dtype=_np.uint8) == 10
@@ -83,6 +108,7 @@ class LineIndex:
         )
         self._cumulative: list[int] | None = None
         self._tail: int | None = None  # newlines in the last, partial block, once counted
+        self._edges = self._read_edges()  # to see a rewrite later
         self._load()
 
     # persistence
@@ -105,9 +131,14 @@ class LineIndex:
         if not 0 <= blocks * BLOCK <= self.file.size or len(body) != blocks * 4:
             return
         if old_size > self.file.size or (
-            old_size == self.file.size and header.get("mtime_ns") != self.file.mtime_ns
+            old_size == self.file.size
+            and (
+                header.get("mtime_ns") != self.file.mtime_ns
+                or header.get("ctime_ns") != self.file.ctime_ns
+                or header.get("ino") != self.file.ino
+            )
         ):
-            return  # shrunk, or rewritten in place
+            return  # shrunk, or rewritten in place (ctime moves even when mtime is set back)
         # A log that only grew keeps its index, and the scan resumes where it stopped; the head
         # and the bytes at the end of the scanned part must be what they were.
         if header.get("fingerprint") != self._fingerprint(blocks * BLOCK):
@@ -118,13 +149,40 @@ class LineIndex:
         if old_size == self.file.size and isinstance(header.get("tail_newlines"), int):
             self._tail = header["tail_newlines"]  # same size and mtime: the tail is unchanged
 
+    def _read_edges(self) -> bytes:
+        end = self.file.size
+        tail = max(_FINGERPRINT_BYTES, end - _FINGERPRINT_BYTES)
+        return os.pread(self.file.fd, min(_FINGERPRINT_BYTES, end), 0) + os.pread(
+            self.file.fd, max(0, end - tail), tail
+        )
+
+    def verify(self) -> None:
+        """Raise `FileChangedError` if the file shrank, or its first or last 4 KiB (below the
+        size seen at open) changed since it was opened. A log that only grew passes: all
+        that was read lies below that size. (A rewrite that restores both edges byte for
+        byte between two checks is not seen; a log's new lines never do.)"""
+        if os.fstat(self.file.fd).st_size < self.file.size or self._read_edges() != self._edges:
+            raise _changed(self.shown_path)
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """Up to ``size`` bytes at ``offset``, never past the size seen at open; a short read
+        means the file shrank."""
+        size = max(0, min(size, self.file.size - offset))
+        data = os.pread(self.file.fd, size, offset)
+        if len(data) < size:
+            raise _changed(self.shown_path)
+        return data
+
     def save(self) -> None:
+        self.verify()  # never persist counts of a file that changed under the scan
         scanned = len(self.counts) * BLOCK
         header = {
             "version": INDEX_VERSION,
             "path": self.file.path,
             "size": self.file.size,
             "mtime_ns": self.file.mtime_ns,
+            "ctime_ns": self.file.ctime_ns,
+            "ino": self.file.ino,
             "blocks": len(self.counts),
             "fingerprint": self._fingerprint(scanned),
             "tail_newlines": self.tail_newlines()
@@ -160,26 +218,32 @@ class LineIndex:
             return
         if until_newlines is not None and self.scanned_newlines() >= until_newlines:
             return
-        with (
-            mmap.mmap(self.file.fd, 0, access=mmap.ACCESS_READ) as view,
-            ThreadPoolExecutor(2) as pool,
-        ):
-            start = len(self.counts) * BLOCK
-            limit = total * BLOCK
-            known = self.scanned_newlines()
+        start = len(self.counts) * BLOCK
+        limit = total * BLOCK
+        known = self.scanned_newlines()
+        buffers = [bytearray(CHUNK), bytearray(CHUNK)]  # one per thread, reused
+
+        def count(task: tuple[int, int, int]) -> list[int]:
+            slot, begin, end = task
+            view = _read_into(self.file.fd, buffers[slot], end - begin, begin)
+            if len(view) < end - begin:
+                raise _changed(self.shown_path)
+            try:
+                return _count_blocks(view)
+            finally:
+                view.release()
+
+        with ThreadPoolExecutor(2) as pool:
             while start < limit:
                 # Two chunks at a time: one per core.
                 spans = [
-                    (s, min(s + CHUNK, limit))
-                    for s in range(start, min(start + 2 * CHUNK, limit), CHUNK)
+                    (slot, s, min(s + CHUNK, limit))
+                    for slot, s in enumerate(range(start, min(start + 2 * CHUNK, limit), CHUNK))
                 ]
-                results = list(
-                    pool.map(lambda span: _count_blocks(memoryview(view)[span[0] : span[1]]), spans)
-                )
-                for counts in results:
+                for counts in pool.map(count, spans):
                     self.counts.extend(counts)
                     known += sum(counts)
-                start = spans[-1][1]
+                start = spans[-1][2]
                 if until_newlines is not None and known >= until_newlines:
                     break
         self._cumulative = None
@@ -189,8 +253,7 @@ class LineIndex:
         """Newlines in the last, partial block (at most BLOCK bytes; kept with the index)."""
         if self._tail is None:
             start = self.complete_blocks * BLOCK
-            data = os.pread(self.file.fd, BLOCK, start) if start < self.file.size else b""
-            self._tail = data.count(b"\n")
+            self._tail = self.pread(BLOCK, start).count(b"\n")
         return self._tail
 
     def total_newlines(self) -> int | None:
@@ -205,7 +268,7 @@ class LineIndex:
         if newlines is None:
             return None
         size = self.file.size
-        return newlines + (1 if size and os.pread(self.file.fd, 1, size - 1) != b"\n" else 0)
+        return newlines + (1 if size and self.pread(1, size - 1) != b"\n" else 0)
 
     def newline_offset(self, k: int) -> int | None:
         """Byte offset of the k-th newline (1-based), or None if the file has fewer."""
@@ -216,10 +279,9 @@ class LineIndex:
         if cumulative[-1] >= k:
             block = bisect_left(cumulative, k) - 1  # cumulative[block] < k <= cumulative[block+1]
             base, need = block * BLOCK, k - cumulative[block]
-            data = os.pread(self.file.fd, BLOCK, base)
         else:
             base, need = len(self.counts) * BLOCK, k - cumulative[-1]
-            data = os.pread(self.file.fd, BLOCK, base)
+        data = self.pread(BLOCK, base)
         pos = _nth(data, need)
         return None if pos < 0 else base + pos
 
@@ -247,7 +309,7 @@ def _decode(raw: bytes) -> str:
 
 def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[str, Any]:
     """Numbered lines ``start_line``..``end_line`` (bounded), each ``"N\\ttext"``."""
-    fd, size = index.file.fd, index.file.size
+    size = index.file.size
     last = (
         start_line + MAX_READ_LINES - 1
         if end_line is None
@@ -273,7 +335,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
         rel = pos - buf_at
         nl = buf.find(b"\n", rel)
         if nl < 0 and (len(buf) - rel < _WINDOW or rel > 0):
-            buf, buf_at = os.pread(fd, _WINDOW * 2, pos), pos
+            buf, buf_at = index.pread(_WINDOW * 2, pos), pos
             rel = 0
             nl = buf.find(b"\n")
         if nl < 0 and len(buf) - rel >= _WINDOW * 2 - 1:
@@ -303,6 +365,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
         line_no += 1
         pos = buf_at + (nl + 1 if nl >= 0 else len(buf))
     total_lines = index.total_lines()
+    index.verify()  # lines read from a file that changed meanwhile are not an answer
     more = pos < size and (end_line is None or line_no <= end_line)
     if stopped_by == "chars":
         notes.append(f"stopped at {MAX_READ_CHARS:,} chars")
@@ -327,8 +390,12 @@ def search_lines(
     needle = query.encode("utf-8")
     if ignore_case:
         needle = needle.lower()
-    fd, size = index.file.fd, index.file.size
-    pos = 0 if start_line == 1 else (index.newline_offset(start_line - 1) or size) + 1
+    size = index.file.size
+    if start_line == 1:
+        pos = 0
+    else:
+        offset = index.newline_offset(start_line - 1)  # 0 is a newline at the very start
+        pos = size if offset is None else offset + 1
     line_no = start_line
     hits: list[dict[str, Any]] = []
     deadline = time.monotonic() + MAX_SEARCH_SECONDS
@@ -338,7 +405,7 @@ def search_lines(
         if time.monotonic() > deadline:
             stopped = line_no
             break
-        chunk = os.pread(fd, CHUNK, pos)
+        chunk = index.pread(CHUNK, pos)
         # Work on whole lines: cut the chunk after its last newline (unless none).
         cut = chunk.rfind(b"\n")
         if cut >= 0 and pos + len(chunk) < size:
@@ -360,6 +427,7 @@ def search_lines(
             at = hay.find(needle, end + 1) if end < len(chunk) else -1
         line_no += chunk.count(b"\n")
         pos += len(chunk)
+    index.verify()
     result: dict[str, Any] = {"path": index.shown_path, "query": query, "hits": hits, "next": None}
     if more:
         last = hits[-1]["line"]

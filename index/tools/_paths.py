@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
 
-__all__ = ["OpenFile", "fingerprint", "open_confined", "resolve_roots"]
+__all__ = ["OpenFile", "fingerprint", "open_confined", "open_file", "resolve_roots"]
 
 MAX_PATH_CHARS = 4096
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -35,15 +35,22 @@ class OpenFile:
     mtime_ns: int
     dev: int
     ino: int
+    ctime_ns: int = 0  # 0 only where no stat of the file exists
+
+
+def open_file(fd: int, path: str) -> OpenFile:
+    """An `OpenFile` from an open descriptor and the path it was opened by."""
+    st = os.fstat(fd)
+    return OpenFile(fd, path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns)
 
 
 _EDGE = 64 * 1024
 
 
 def fingerprint(f: OpenFile) -> str:
-    """Identity of a file's content that a rewrite cannot cheaply keep: size, mtime, inode
-    and SHA-256 of the first and last 64 KiB."""
-    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.dev}:{f.ino}".encode())
+    """Identity of a file's content that a rewrite cannot cheaply keep: size, mtime, ctime
+    (which no one can set back), device, inode and SHA-256 of the first and last 64 KiB."""
+    h = hashlib.sha256(f"{f.size}:{f.mtime_ns}:{f.ctime_ns}:{f.dev}:{f.ino}".encode())
     h.update(os.pread(f.fd, _EDGE, 0))
     h.update(os.pread(f.fd, _EDGE, max(0, f.size - _EDGE)))
     return h.hexdigest()[:32]
@@ -109,7 +116,7 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
             raise NotAFileError(
                 f"{path!r} is {_kind(st.st_mode)}; the file tools read regular files"
             )
-        yield OpenFile(fd, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+        yield OpenFile(fd, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns)
     finally:
         os.close(fd)
 

@@ -64,7 +64,7 @@ _MAX_OPEN_DOCS = 2
 def _document(path: str, identity: Identity) -> Any:
     f = _open_checked(path, identity)
     st = os.fstat(f.fileno())
-    key = (path, identity, st.st_size, st.st_mtime_ns)
+    key = (path, identity, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # ctime: see rewrites
     cached = _open_docs.get(key)
     if cached is not None:
         f.close()

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ._paths import OpenFile, fingerprint
+from ._paths import OpenFile, fingerprint, open_file
 
 __all__ = ["BOMS", "encoding_of", "utf8_view"]
 
@@ -52,7 +52,6 @@ def utf8_view(f: OpenFile, directory: str, encoding: str) -> Iterator[OpenFile]:
                 os.unlink(stale)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        st = os.fstat(fd)
-        yield OpenFile(fd, path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+        yield open_file(fd, path)
     finally:
         os.close(fd)

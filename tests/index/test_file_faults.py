@@ -1,0 +1,167 @@
+"""What production does to files while the file tools read them: truncation under a reader,
+same-shape rewrites, several threads sharing one Workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from index import Workspace
+from tests import pdfgen
+
+REPO = Path(__file__).resolve().parents[2]
+
+LINES = 400_000  # ~10 MB: a scan takes long enough for the writer to cut it short
+
+
+def _generation(g: int) -> bytes:
+    # Line lengths differ between generations, so an index of one generation numbers the
+    # lines of another wrongly: a stale index cannot hide behind equal offsets.
+    pad = "x" * (g % 5)
+    return "".join(f"g{g:04d} line {n:08d}{pad}\n" for n in range(1, LINES + 1)).encode()
+
+
+# Reads in a process of its own: before the fix a SIGBUS killed it (exit -7).
+READER = r"""
+import json, random, re, shutil, sys, time
+sys.path.insert(0, sys.argv[1])
+from index import Workspace, WorkspaceError
+home, root, seconds = sys.argv[2], sys.argv[3], float(sys.argv[4])
+line = re.compile(r"g\d{4} line (\d{8})x*")
+partial = re.compile(r"(g\d{0,4}( (l(i(n(e( \d{0,8}x*)?)?)?)?)?)?)?")
+rng = random.Random(7)
+report = {"answers": 0, "errors": 0, "wrong": [], "messages": set()}
+deadline = time.monotonic() + seconds
+while time.monotonic() < deadline:
+    shutil.rmtree(home + "/lines", ignore_errors=True)  # every call builds its index anew
+    with Workspace(home, [root]) as ws:
+        start = rng.randrange(1, 390_000)
+        try:
+            result = ws.file_read("app.log", start_line=start, end_line=start + 40)
+        except WorkspaceError as exc:
+            report["errors"] += 1
+            report["messages"].add(str(exc).split(":")[0][:120])
+            continue
+    report["answers"] += 1
+    rows = result["content"].split("\n") if result["content"] else []
+    for i, row in enumerate(rows):
+        number, _, text = row.partition("\t")
+        m = line.fullmatch(text)
+        last = i == len(rows) - 1
+        if m is None and last and partial.fullmatch(text):
+            continue  # the writer's newest, partly written line: right for that moment
+        if m is None or int(m.group(1)) != int(number):
+            report["wrong"].append(row[:80])
+report["messages"] = sorted(report["messages"])
+print(json.dumps(report))
+"""
+
+
+def test_a_log_truncated_and_refilled_under_reads_never_kills_or_misnumbers(
+    tmp_path: Path,
+) -> None:
+    root, home = tmp_path / "root", tmp_path / "home"
+    root.mkdir()
+    log = root / "app.log"
+    log.write_bytes(_generation(0))
+    stop = threading.Event()
+
+    def rotate() -> None:  # logrotate's copytruncate, then the application writes on
+        fd = os.open(log, os.O_WRONLY)
+        g = 0
+        try:
+            while not stop.is_set():
+                g += 1
+                data = _generation(g)  # every generation is new, as a log's lines are
+                os.ftruncate(fd, 0)
+                for at in range(0, len(data), 1 << 20):
+                    os.pwrite(fd, data[at : at + (1 << 20)], at)
+        finally:
+            os.close(fd)
+
+    writer = threading.Thread(target=rotate)
+    writer.start()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", READER, str(REPO), str(home), str(root), "6"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        stop.set()
+        writer.join()
+    assert proc.returncode == 0, f"reader died with {proc.returncode}: {proc.stderr[-2000:]}"
+    report = json.loads(proc.stdout)
+    assert report["wrong"] == [], report
+    assert report["answers"] + report["errors"] > 0
+    for message in report["messages"]:
+        assert re.search(r"truncated or rewritten|is past the end", message), message
+
+
+def _rewrite_same_shape(path: Path, old: bytes, new: bytes) -> None:
+    """Rewrite ``path`` in place with ``new`` (same size as ``old``) and set its mtime back,
+    as a tool that preserves timestamps would; only the ctime (which no one can set) moves."""
+    assert len(old) == len(new)
+    assert old != new
+    before = path.stat()
+    while True:
+        with path.open("r+b") as f:
+            f.write(new)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        now = path.stat()
+        if now.st_ctime_ns != before.st_ctime_ns:  # coarse clocks: rewrite until it ticks
+            break
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+
+
+def test_file_read_sees_a_same_size_same_mtime_rewrite(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    path = root / "data.txt"
+    # The first 70 KB and the last 300 KB stay the same (every fingerprint of edges sees
+    # them unchanged); the middle changes its line structure.
+    edge = b"e" * 99 + b"\n"
+    old = edge * 700 + b"a\n" * 500_000 + edge * 3000
+    new = edge * 700 + b"bbb\n" * 250_000 + edge * 3000
+    path.write_bytes(old)
+    with Workspace(tmp_path / "home", [root]) as ws:
+        assert ws.file_read("data.txt", start_line=800, end_line=800)["content"] == "800\ta"
+        assert ws.file_read("data.txt", start_line=503_700)["total_lines"] == 503_700
+    _rewrite_same_shape(path, old, new)
+    with Workspace(tmp_path / "home", [root]) as ws:
+        assert ws.file_read("data.txt", start_line=800, end_line=800)["content"] == "800\tbbb"
+        assert ws.file_read("data.txt", start_line=253_700)["total_lines"] == 253_700
+
+
+def test_pdf_tools_see_a_same_size_same_mtime_rewrite(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    path = root / "doc.pdf"
+    pdfgen.write_pdf(str(path), 200)
+    old = path.read_bytes()
+    new = old.replace(b"marker00100", b"zucchini100")
+    with Workspace(tmp_path / "home", [root]) as ws:
+        assert ws.pdf_search("doc.pdf", "marker00100")["hits"][0]["page"] == 100
+    _rewrite_same_shape(path, old, new)
+    with Workspace(tmp_path / "home", [root]) as ws:
+        assert [h["page"] for h in ws.pdf_search("doc.pdf", "zucchini100")["hits"]] == [100]
+        assert "zucchini100" in ws.pdf_read("doc.pdf", "100")["pages"][0]["text"]
+
+
+def test_file_search_from_line_2_after_an_empty_first_line(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"\nneedle two\nhay\nneedle four\n")
+    with Workspace(tmp_path / "home", [root]) as ws:
+        hits = ws.file_search("a.txt", "needle", start_line=2)["hits"]
+    assert hits == [{"line": 2, "text": "needle two"}, {"line": 4, "text": "needle four"}]
