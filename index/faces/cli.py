@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TextIO, TypeVar, cast
 
 import click
@@ -323,6 +324,26 @@ def call(ctx: click.Context, tool: str, arguments: str) -> None:
     emit_json(result)
 
 
+# The top-level modules of the `mcp` extra; any of them missing means the extra is not installed.
+MCP_EXTRA_MODULES = frozenset(
+    {"anyio", "mcp", "mcp_types", "sse_starlette", "starlette", "uvicorn"}
+)
+
+
+def _server_module() -> ModuleType:
+    """The MCP server module; only `serve` needs the server stack (the `mcp` extra)."""
+    try:
+        from index.faces import server
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in MCP_EXTRA_MODULES:
+            raise
+        raise click.ClickException(
+            f"`leanreplay serve` needs the MCP server stack, which is not installed ({exc.name} "
+            "is missing); install it with: pip install 'leanreplay[mcp]'"
+        ) from None
+    return server
+
+
 @cli.command()
 @click.option(
     "--http",
@@ -349,7 +370,7 @@ def serve(
     allow_remote: bool,
 ) -> None:
     """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
-    from index.faces import server  # only the serve command needs the MCP server stack
+    server = _server_module()
 
     if http_address is not None:
         host, _, port_text = http_address.rpartition(":")
