@@ -15,7 +15,8 @@ from ._detect import HEAD_BYTES, Kind, kind_of, sniff
 from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
 from ._image import image_facts
 from ._pdf import PdfFacts, probe_pdf
-from ._text import text_facts
+from ._table import TABLE_TOOLS, csv_facts, parquet_facts, table_format, workbook_facts
+from ._text import text_codec, text_facts
 
 __all__ = [
     "TOOLS_BY_KIND",
@@ -207,6 +208,23 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
         if entries is None:
             notes.append("zip central directory not found; the archive may be truncated")
         facts["entries"] = entries
+    tools = TOOLS_BY_KIND.get(kind, ())
+    table = table_format(name, mime, head)
+    if table in ("csv", "tsv") and kind == "text":
+        facts.update(csv_facts(fd, size, table, text_codec(charset)))
+        tools = (*tools, *TABLE_TOOLS)
+    elif table in ("xlsx", "ods"):
+        more, more_notes = workbook_facts(fd, table)
+        facts.update(more)
+        notes += more_notes
+        tools = TABLE_TOOLS
+    elif table == "parquet":
+        more, more_notes = parquet_facts(fd, size)
+        facts.update(more)
+        notes += more_notes
+        tools = TABLE_TOOLS
+    if table is not None:
+        facts["table"] = table
     return Card(
         name=name,
         path=path,
@@ -214,7 +232,7 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
         kind=kind,
         size=size,
         facts=facts,
-        tools=TOOLS_BY_KIND.get(kind, ()),
+        tools=tools,
         warnings=tuple(notes),
     )
 
@@ -241,7 +259,28 @@ def _render_facts(kind: str, facts: Mapping[str, Any]) -> list[str]:
     if "entries" in facts:
         entries = facts["entries"]
         out.append(f"entries={entries}" if entries is not None else "entries=unknown")
+    if "table" in facts:
+        out.append(f"table={facts['table']}")
+    if "delimiter" in facts:
+        out.append(f"delimiter={quote(facts['delimiter'])}")
+    if "header" in facts:
+        if "rows" in facts:
+            out.append(f"rows={facts['rows']:,}")
+        out.append(f"columns={facts['columns']} header={_names(facts['header'])}")
+    for sheet in facts.get("sheets", ()):
+        dims = f" {sheet['rows']:,}x{sheet['columns']}" if "rows" in sheet else ""
+        header = _names(sheet.get("header", []))
+        out.append(f"sheet {quote(sheet['name'], limit=100)}{dims} header={header}")
     return out
+
+
+def _names(names: list[str]) -> str:
+    return (
+        "["
+        + ", ".join(quote(n, limit=40) for n in names[:20])
+        + (f", ... +{len(names) - 20}" if len(names) > 20 else "")
+        + "]"
+    )
 
 
 def human_size(n: int) -> str:

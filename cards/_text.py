@@ -6,7 +6,7 @@ import codecs
 import os
 from typing import Any
 
-__all__ = ["MAX_LINE_COUNT_BYTES", "text_facts"]
+__all__ = ["MAX_LINE_COUNT_BYTES", "text_codec", "text_facts"]
 
 # Lines are counted only up to this size, so a card stays cheap on a multi-GB log.
 MAX_LINE_COUNT_BYTES = 8 * 1024 * 1024
@@ -38,3 +38,9 @@ def _codec(charset: str | None) -> str | None:
         return codecs.lookup(charset).name
     except LookupError:
         return None
+
+
+def text_codec(charset: str | None) -> str:
+    """A Python codec for libmagic's charset; UTF-8 when it names none Python knows."""
+    codec = _codec(charset)
+    return "utf-8" if codec is None or codec == "ascii" else codec

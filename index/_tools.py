@@ -62,6 +62,8 @@ TOOL_NAMES = (
     "file_read",
     "file_search",
     "image_view",
+    "table_read",
+    "table_query",
     "conversation_read",
     "conversation_search",
 )

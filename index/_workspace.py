@@ -44,6 +44,15 @@ from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
 from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
 from .tools._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
+from .tools._tables import (
+    TableFile,
+    parse_rows,
+    query_table,
+    read_csv_rows,
+    read_parquet_rows,
+    read_sheet_rows,
+    sheet_csv,
+)
 from .tools._transcode import encoding_of, utf8_view
 
 __all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "FoldResult", "Workspace"]
@@ -54,6 +63,16 @@ MAX_PDF_READ_CHARS = 40_000
 # Argument types shared by several tools: the descriptions reach the model through the schema.
 FilePath = Annotated[str, Field(description="File path, absolute or relative to the first root.")]
 PdfPath = Annotated[str, Field(description="PDF path, absolute or relative to the first root.")]
+TablePath = Annotated[
+    str,
+    Field(
+        description="Table file (CSV, TSV, xlsx, xlsm, ods, Parquet), absolute or relative "
+        "to the first root."
+    ),
+]
+SheetName = Annotated[
+    str | None, Field(description="Sheet name of a workbook; default the first sheet.")
+]
 WordsQuery = Annotated[
     str, Field(min_length=1, max_length=1000, description='Words or "a phrase" to find.')
 ]
@@ -542,6 +561,84 @@ class Workspace:
         for hit in hits:
             hit["read"] = read_call(hit["conversation_id"], hit["message_id"])
         return {"query": query, "hits": hits}
+
+    # tables
+
+    def _table(self, f: OpenFile) -> TableFile:
+        card = card_for_descriptor(f.fd, path=f.path)
+        fmt = card.facts.get("table")
+        if fmt is None:
+            raise WrongFileTypeError(
+                f"{f.path!r} is {card.mime}, not a table (CSV, TSV, xlsx, xlsm, ods, Parquet); "
+                f"read it with {', '.join(card.tools) or 'no tool'}"
+            )
+        return TableFile(f, str(fmt), str(card.facts.get("delimiter", ",")))
+
+    def table_read(
+        self,
+        path: TablePath,
+        sheet: SheetName = None,
+        rows: Annotated[
+            str,
+            Field(
+                pattern=r"^\s*\d+\s*(-\s*\d+\s*)?$",
+                description='Rows "N" or "A-B" as numbered in the file (CSV line, sheet row).',
+            ),
+        ] = "1-50",
+        columns: Annotated[
+            list[str] | None,
+            Field(max_length=200, description="Only these columns, by header name."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Read a range of rows of a table file as a grid with row numbers (at most 200 rows).
+
+        Returns ``columns`` (``"row"`` then the header names), ``rows`` (each starting with
+        its row number), ``total_rows`` (once known), ``notes`` and ``next``.
+        """
+        first, last = parse_rows(rows)
+        with open_confined(path, self.roots) as f:
+            table = self._table(f)
+            if table.format in ("csv", "tsv"):
+                if sheet is not None:
+                    raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
+                with self._text_view(f) as (text, shown):
+                    index = LineIndex(text, self._lines_dir, shown_path=shown)
+                    return read_csv_rows(table, index, first, last, columns)
+            if table.format == "parquet":
+                if sheet is not None:
+                    raise InvalidArgumentError(f"{f.path!r} is Parquet: it has no sheets")
+                return read_parquet_rows(table, first, last, columns)
+            return read_sheet_rows(table, sheet, first, last, columns)
+
+    def table_query(
+        self,
+        path: TablePath,
+        sql: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=10_000,
+                description="One SELECT over the view t, e.g. "
+                '"SELECT region, sum(amount) FROM t GROUP BY region".',
+            ),
+        ],
+        sheet: SheetName = None,
+    ) -> dict[str, Any]:
+        """Run one read-only SQL SELECT (DuckDB) over a table file registered as the view t.
+
+        At most 200 result rows come back, with a note when there were more.
+        """
+        with open_confined(path, self.roots) as f:
+            table = self._table(f)
+            if table.format in ("xlsx", "ods"):
+                cached, name = sheet_csv(table, sheet, os.path.join(self.home, "tables"))
+                return query_table(table, sql, sheet_csv_path=cached, sheet=name)
+            if sheet is not None:
+                raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
+            if table.format in ("csv", "tsv") and encoding_of(f) is not None:
+                with self._text_view(f) as (text, _):
+                    return query_table(TableFile(text, table.format, table.delimiter), sql)
+            return query_table(table, sql)
 
 
 class _Attachments:

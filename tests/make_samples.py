@@ -18,7 +18,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests import pdfgen
+from tests import officegen, pdfgen
 
 OUT = Path(__file__).resolve().parent.parent / "sample_files"
 
@@ -100,6 +100,39 @@ def main() -> None:
     (OUT / "letter.docx").write_bytes(docx.getvalue())
     write_conversation(OUT / "conversation.jsonl")
     write_conversation_with_pdf(OUT / "conversation_with_pdf.jsonl", OUT / "classic_xref.pdf")
+    write_tables()
+
+
+SALES: list[list[officegen.Cell]] = [
+    ["region", "quarter", "amount"],
+    ["north", "Q1", 120],
+    ["south", "Q1", 80.5],
+    ["north", "Q2", 140],
+    ["south", "Q2", 95],
+    ["east", "Q2", 60],
+]
+NOTES: list[list[officegen.Cell]] = [["note"], ["amounts in thousands"], ["east opened in Q2"]]
+
+
+def write_tables() -> None:
+    """The spreadsheet and table samples (no qpdf needed: `python tests/make_samples.py tables`)."""
+    import duckdb
+
+    (OUT / "cities.tsv").write_text(
+        "city\tcountry\tpopulation\nTehran\tIran\t9039000\nLyon\tFrance\t522250\n"
+        "Osaka\tJapan\t2753000\n"
+    )
+    sheets = {"Sales": SALES, "Notes": NOTES}
+    (OUT / "sales.xlsx").write_bytes(officegen.xlsx(sheets))
+    (OUT / "sales.ods").write_bytes(officegen.ods(sheets))
+    target = OUT / "sales.parquet"
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE s (region VARCHAR, quarter VARCHAR, amount DOUBLE);"
+        "INSERT INTO s VALUES " + ", ".join(f"('{r}', '{q}', {a})" for r, q, a in SALES[1:])
+    )
+    con.execute(f"COPY s TO '{target}' (FORMAT parquet)")
+    con.close()
 
 
 def write_conversation_with_pdf(path: Path, pdf: Path) -> None:
@@ -197,4 +230,4 @@ def write_conversation(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    {"tables": write_tables}.get(sys.argv[1] if len(sys.argv) > 1 else "", main)()

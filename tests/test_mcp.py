@@ -32,7 +32,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("mcp")
     root = base / "root"
     root.mkdir()
-    for name in ("classic_xref.pdf", "red_64x48.png", "notes_utf8.txt", "conversation.jsonl"):
+    for name in (
+        "classic_xref.pdf",
+        "red_64x48.png",
+        "notes_utf8.txt",
+        "conversation.jsonl",
+        "sales.xlsx",
+    ):
         (root / name).write_bytes((SAMPLES / name).read_bytes())
     pdfgen.write_pdf(str(root / "book.pdf"), 200, compress=True)
     for session in ("memory", "stdio", "http"):  # each session's first search must index
@@ -63,6 +69,8 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
         "file_read": {"path": "notes_utf8.txt", "end_line": 2},
         "file_search": {"path": "notes_utf8.txt", "query": "café"},
         "image_view": {"path": "red_64x48.png", "max_side": 32},
+        "table_read": {"path": "sales.xlsx", "rows": "2-3"},
+        "table_query": {"path": "sales.xlsx", "sql": "SELECT count(*) AS n FROM t"},
         "conversation_read": {"conversation_id": "conversation", "message_id": "m3"},
         "conversation_search": {"query": "quota"},
     }
@@ -96,6 +104,8 @@ def check(out: dict[str, Any]) -> None:
         == "1\tMeeting notes\n2\tدرآمد فصلی افزایش یافت"
     )
     assert json.loads(text_of(out["file_search"]))["hits"][0]["line"] == 3
+    assert [r[0] for r in json.loads(text_of(out["table_read"]))["rows"]] == [2, 3]
+    assert json.loads(text_of(out["table_query"]))["rows"] == [[5]]
     image = next(c for c in out["image_view"].content if c.type == "image")
     assert image.mime_type == "image/png"
     assert base64.b64decode(image.data).startswith(b"\x89PNG")

@@ -1,0 +1,385 @@
+"""Table facts (CSV/TSV, xlsx/xlsm, ods, parquet) from a bounded part of the file.
+
+CSV and TSV: the delimiter and header from the first 64 KiB. Workbooks: sheet names from the
+workbook part, each sheet's dimensions from its ``<dimension>`` element and its header row,
+streamed with a bounded decompression budget (entity-expanding XML is refused by defusedxml).
+Parquet: rows and columns from the footer. None of it grows with the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import struct
+import zipfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import iterparse
+
+__all__ = [
+    "MAX_HEADER_COLUMNS",
+    "TABLE_TOOLS",
+    "csv_facts",
+    "parquet_facts",
+    "sniff_delimiter",
+    "table_format",
+    "workbook_facts",
+]
+
+CSV_HEAD_BYTES = 64 * 1024  # the header and delimiter are read from this much
+MAX_HEADER_COLUMNS = 50  # header names shown on a card; `columns` still counts them all
+MAX_HEADER_CHARS = 80  # one header name
+MAX_SHEETS = 50  # sheets described on a card
+MAX_XML_BYTES = 4 * 1024 * 1024  # decompressed bytes read from one workbook part
+MAX_ZIP_ENTRIES = 10_000  # a workbook with more entries is not opened for its sheets
+MAX_PARQUET_FOOTER = 16 * 1024 * 1024
+
+TABLE_TOOLS = ("table_read", "table_query")
+_DELIMITERS = ",\t;|"
+_XLSX_MIMES = (
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.ms-excel.sheet.macroEnabled.12",
+)
+_ODS_MIME = "application/vnd.oasis.opendocument.spreadsheet"
+_MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+_TABLE_NS = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+_TEXT_NS = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+_CELL_REF = re.compile(r"^\$?([A-Z]{1,3})\$?(\d+)$")
+
+
+def table_format(name: str, mime: str, head: bytes) -> str | None:
+    """``csv``, ``tsv``, ``xlsx``, ``ods`` or ``parquet`` when the file is a table, else None."""
+    lower = name.lower()
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if mime in _XLSX_MIMES or (head.startswith(b"PK") and lower.endswith((".xlsx", ".xlsm"))):
+        return "xlsx"
+    if mime == _ODS_MIME:
+        return "ods"
+    if mime == "text/tab-separated-values" or (mime.startswith("text/") and lower.endswith(".tsv")):
+        return "tsv"
+    if mime in ("text/csv", "application/csv") or (
+        mime.startswith("text/") and lower.endswith(".csv")
+    ):
+        return "csv"
+    return None
+
+
+def sniff_delimiter(sample: str, fmt: str) -> str:
+    """The delimiter of a CSV/TSV head: the one that splits the first lines most evenly."""
+    if fmt == "tsv":
+        return "\t"
+    lines = [line for line in sample.splitlines()[:20] if line.strip()]
+    if len(lines) > 1 and not sample.endswith("\n"):
+        lines = lines[:-1]  # the cut last line would skew the counts
+    best, best_score = ",", -1
+    for delim in _DELIMITERS:
+        counts = [len(next(csv.reader([line], delimiter=delim), [])) for line in lines]
+        if not counts or max(counts) < 2:
+            continue
+        score = sum(1 for c in counts if c == counts[0]) * 100 + counts[0]
+        if score > best_score:
+            best, best_score = delim, score
+    return best
+
+
+def _header(cells: list[str]) -> list[str]:
+    return [c[:MAX_HEADER_CHARS] for c in cells[:MAX_HEADER_COLUMNS]]
+
+
+def csv_facts(fd: int, size: int, fmt: str, codec: str) -> dict[str, Any]:
+    """``delimiter``, ``columns`` and ``header`` (the first row) of a CSV or TSV file."""
+    head = os.pread(fd, min(size, CSV_HEAD_BYTES), 0)
+    text = head.decode(codec, "replace").lstrip("\ufeff")
+    delimiter = sniff_delimiter(text, fmt)
+    first = text.split("\n", 1)[0].rstrip("\r") if "\n" in text or size <= len(head) else ""
+    cells = next(csv.reader([first], delimiter=delimiter), []) if first else []
+    return {"delimiter": delimiter, "columns": len(cells), "header": _header(cells)}
+
+
+class _Bounded(io.RawIOBase):
+    """A read-only view of a stream that ends after ``limit`` bytes."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self.stream = stream
+        self.left = limit
+        self.exhausted = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        want = min(len(buffer), self.left)
+        if want <= 0:
+            self.exhausted = True
+            return 0
+        data = self.stream.read(want)
+        buffer[: len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+
+def _events(z: zipfile.ZipFile, member: str, budget: int) -> Iterator[tuple[str, Any]]:
+    with z.open(member) as raw:
+        yield from iterparse(_Bounded(raw, budget), events=("start", "end"))
+
+
+def _column_number(letters: str) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+def _dimensions(ref: str) -> tuple[int, int] | None:
+    first, _, last = ref.partition(":")
+    a, b = _CELL_REF.match(first), _CELL_REF.match(last or first)
+    if a is None or b is None:
+        return None
+    rows = int(b.group(2)) - int(a.group(2)) + 1
+    columns = _column_number(b.group(1)) - _column_number(a.group(1)) + 1
+    return (rows, columns) if rows > 0 and columns > 0 else None
+
+
+def _xlsx_sheets(z: zipfile.ZipFile) -> list[tuple[str, str]]:
+    """(name, member) of each sheet, in workbook order."""
+    targets: dict[str, str] = {}
+    for event, el in _events(z, "xl/_rels/workbook.xml.rels", MAX_XML_BYTES):
+        if event == "end" and el.tag == _PKG_REL + "Relationship":
+            target = el.get("Target", "")
+            target = target.lstrip("/") if target.startswith("/") else "xl/" + target
+            targets[el.get("Id", "")] = os.path.normpath(target)
+    sheets = []
+    for event, el in _events(z, "xl/workbook.xml", MAX_XML_BYTES):
+        if event == "end" and el.tag == _MAIN + "sheet":
+            sheets.append((el.get("name", ""), targets.get(el.get(_REL + "id", ""), "")))
+    return sheets
+
+
+def _xlsx_first_row(z: zipfile.ZipFile, member: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """The sheet's dimension ref and its first row as (type, raw value) cells."""
+    ref: str | None = None
+    cells: list[tuple[str, str]] = []
+    in_row = False
+    for event, el in _events(z, member, MAX_XML_BYTES):
+        if event == "start" and el.tag == _MAIN + "row":
+            in_row = True
+        elif event == "end" and el.tag == _MAIN + "dimension":
+            ref = el.get("ref")
+        elif event == "end" and in_row and el.tag == _MAIN + "c":
+            kind = el.get("t", "n")
+            if kind == "inlineStr":
+                value = "".join(el.itertext())
+            else:
+                v = el.find(_MAIN + "v")
+                value = v.text or "" if v is not None else ""
+            col = _CELL_REF.match(el.get("r", ""))
+            if col is not None:  # empty cells are absent from the XML: keep the positions
+                while len(cells) < _column_number(col.group(1)) - 1:
+                    cells.append(("n", ""))
+            cells.append((kind, value))
+            if len(cells) >= MAX_HEADER_COLUMNS:
+                break
+        elif event == "end" and el.tag in (_MAIN + "row", _MAIN + "sheetData"):
+            break
+    return ref, cells
+
+
+def _shared_strings(z: zipfile.ZipFile, wanted: set[int]) -> dict[int, str]:
+    if not wanted or "xl/sharedStrings.xml" not in z.NameToInfo:
+        return {}
+    out: dict[int, str] = {}
+    index = 0
+    top = max(wanted)
+    for event, el in _events(z, "xl/sharedStrings.xml", MAX_XML_BYTES):
+        if event == "end" and el.tag == _MAIN + "si":
+            if index in wanted:
+                out[index] = "".join(t.text or "" for t in el.iter(_MAIN + "t") if t is not None)
+            el.clear()
+            index += 1
+            if index > top:
+                break
+    return out
+
+
+def _xlsx_facts(z: zipfile.ZipFile) -> tuple[list[dict[str, Any]], int]:
+    sheets = _xlsx_sheets(z)
+    described = []
+    for name, member in sheets[:MAX_SHEETS]:
+        sheet: dict[str, Any] = {"name": name}
+        if member not in z.NameToInfo:
+            described.append(sheet)
+            continue
+        ref, cells = _xlsx_first_row(z, member)
+        dims = _dimensions(ref) if ref else None
+        if dims is not None:
+            sheet["rows"], sheet["columns"] = dims
+        wanted = {int(v) for k, v in cells if k == "s" and v.isdigit()}
+        strings = _shared_strings(z, wanted)
+        sheet["header"] = _header(
+            [strings.get(int(v), "") if k == "s" and v.isdigit() else v for k, v in cells]
+        )
+        described.append(sheet)
+    return described, len(sheets)
+
+
+def _ods_facts(z: zipfile.ZipFile) -> tuple[list[dict[str, Any]], int]:
+    sheets: list[dict[str, Any]] = []
+    row: list[str] | None = None
+    current: dict[str, Any] | None = None
+    for event, el in _events(z, "content.xml", MAX_XML_BYTES):
+        if event == "start" and el.tag == _TABLE_NS + "table":
+            current = {"name": el.get(_TABLE_NS + "name", "")}
+            sheets.append(current)
+        elif event == "start" and el.tag == _TABLE_NS + "table-row" and current is not None:
+            if "header" not in current:
+                row = []
+        elif event == "end" and el.tag == _TABLE_NS + "table-cell" and row is not None:
+            text = "\n".join("".join(p.itertext()) for p in el.iter(_TEXT_NS + "p"))
+            repeat = min(int(el.get(_TABLE_NS + "number-columns-repeated", "1") or 1), 1024)
+            row.extend([text] * repeat)
+        elif event == "end" and el.tag == _TABLE_NS + "table-row" and row is not None:
+            while row and not row[-1]:
+                row.pop()  # trailing repeated empty cells pad a row to the sheet's width
+            if current is not None:
+                current["header"] = _header(row)
+            row = None
+        elif event == "end" and el.tag == _TABLE_NS + "table":
+            el.clear()
+            current = None
+            if len(sheets) >= MAX_SHEETS:
+                break
+    return sheets, len(sheets)
+
+
+def workbook_facts(fd: int, fmt: str) -> tuple[dict[str, Any], list[str]]:
+    """``sheets`` (name, rows and columns where the file records them, header row) of an
+    xlsx/xlsm or ods workbook; problems become notes."""
+    notes: list[str] = []
+    try:
+        with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
+            if len(z.infolist()) > MAX_ZIP_ENTRIES:
+                return {}, [f"workbook has over {MAX_ZIP_ENTRIES:,} zip entries; sheets not read"]
+            sheets, total = _xlsx_facts(z) if fmt == "xlsx" else _ods_facts(z)
+    except (DefusedXmlException, SyntaxError) as exc:
+        return {}, [f"workbook XML refused or unreadable: {type(exc).__name__}: {exc}"]
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, RuntimeError, ValueError) as exc:
+        return {}, [f"workbook unreadable: {exc}"]
+    facts: dict[str, Any] = {"sheets": sheets}
+    if total > len(sheets):
+        notes.append(f"{total} sheets; the first {len(sheets)} are described")
+    return facts, notes
+
+
+def parquet_facts(fd: int, size: int) -> tuple[dict[str, Any], list[str]]:
+    """``rows``, ``columns``, ``header`` and ``row_groups`` from a Parquet file's footer."""
+    if size < 12 or os.pread(fd, 4, size - 4) != b"PAR1":
+        return {}, ["parquet footer missing; the file may be truncated"]
+    (length,) = struct.unpack("<I", os.pread(fd, 4, size - 8))
+    if length > MAX_PARQUET_FOOTER or length + 12 > size:
+        return {}, [f"parquet footer of {length:,} bytes is over the limit or the file"]
+    footer = os.pread(fd, length, size - 8 - length)
+    try:
+        meta = _thrift_struct(_Reader(footer))
+        schema = meta.get(2) or []
+        names = [str(el.get(4, b""), "utf-8", "replace") for el in schema[1:] if not el.get(5)]
+        facts = {
+            "rows": int(meta.get(3, 0)),
+            "columns": len(names),
+            "header": _header(names),
+            "row_groups": len(meta.get(4) or []),
+        }
+    except (IndexError, ValueError, struct.error, RecursionError) as exc:
+        return {}, [f"parquet footer unreadable: {exc}"]
+    return facts, []
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def byte(self) -> int:
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 70:
+                raise ValueError("varint too long")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def binary(self) -> bytes:
+        n = self.varint()
+        if self.pos + n > len(self.data):
+            raise ValueError("string past the footer")
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+
+def _thrift_value(r: _Reader, kind: int, depth: int) -> Any:
+    """One value of Thrift's compact protocol (the encoding of Parquet's footer)."""
+    if depth > 32:
+        raise ValueError("footer nested too deeply")
+    if kind in (1, 2):
+        return kind == 1
+    if kind == 3:
+        return r.byte()
+    if kind in (4, 5, 6):
+        return r.zigzag()
+    if kind == 7:
+        r.pos += 8
+        return None
+    if kind == 8:
+        return r.binary()
+    if kind in (9, 10):
+        head = r.byte()
+        count, inner = head >> 4, head & 0x0F
+        if count == 15:
+            count = r.varint()
+        if count > len(r.data):
+            raise ValueError("list longer than the footer")
+        return [_thrift_value(r, inner, depth + 1) for _ in range(count)]
+    if kind == 11:
+        count = r.varint()
+        if count == 0:
+            return {}
+        types = r.byte()
+        if count > len(r.data):
+            raise ValueError("map longer than the footer")
+        return [
+            (_thrift_value(r, types >> 4, depth + 1), _thrift_value(r, types & 0x0F, depth + 1))
+            for _ in range(count)
+        ]
+    if kind == 12:
+        return _thrift_struct(r, depth + 1)
+    raise ValueError(f"unknown thrift type {kind}")
+
+
+def _thrift_struct(r: _Reader, depth: int = 0) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    field = 0
+    while True:
+        head = r.byte()
+        if head == 0:
+            return out
+        delta, kind = head >> 4, head & 0x0F
+        field = field + delta if delta else r.zigzag()
+        out[field] = _thrift_value(r, kind, depth)

@@ -1,0 +1,228 @@
+"""table_read and table_query: row numbering, bounds, next calls, sheets, read-only SQL that
+cannot reach any other file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from index import (
+    InvalidArgumentError,
+    OutsideRootsError,
+    Workspace,
+    WrongFileTypeError,
+)
+from index._tools import call_tool
+from index.tools._lines import BLOCK
+from index.tools._tables import MAX_QUERY_ROWS, MAX_TABLE_ROWS
+from tests.conftest import SAMPLES
+from tests.make_samples import NOTES, SALES
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    root = tmp_path / "root"
+    root.mkdir()
+    for name in ("table.csv", "cities.tsv", "sales.xlsx", "sales.ods", "sales.parquet"):
+        shutil.copy(SAMPLES / name, root / name)
+    return Workspace(tmp_path / "home", [root])
+
+
+def root(ws: Workspace) -> Path:
+    return Path(ws.roots[0])
+
+
+def big_csv(ws: Workspace, rows: int) -> tuple[str, list[list[str]]]:
+    """A CSV spanning many line-index blocks, with quoted delimiters; returns name and rows."""
+    data = [["id", "name", "note"]] + [
+        [str(i), f"name {i}", f"a, b {i % 7}" if i % 3 == 0 else "plain"] for i in range(rows)
+    ]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(data)
+    (root(ws) / "big.csv").write_text(buf.getvalue())
+    return "big.csv", data
+
+
+def test_csv_rows_are_numbered_by_line_with_the_header_as_row_1(ws: Workspace) -> None:
+    result = ws.table_read("table.csv")
+    assert result["columns"] == ["row", "id", "name", "amount"]
+    assert result["rows"] == [
+        [1, "id", "name", "amount"],
+        [2, "1", "alpha", "10.5"],
+        [3, "2", "bravo", "20"],
+        [4, "3", "charlie", "7"],
+    ]
+    assert result["total_rows"] == 4
+    assert result["next"] is None
+
+
+def test_csv_columns_by_header_name(ws: Workspace) -> None:
+    result = ws.table_read("cities.tsv", rows="2-3", columns=["population", "city"])
+    assert result["columns"] == ["row", "population", "city"]
+    assert result["rows"] == [[2, "9039000", "Tehran"], [3, "522250", "Lyon"]]
+
+
+def test_unknown_column_lists_the_header(ws: Workspace) -> None:
+    with pytest.raises(InvalidArgumentError, match=r'no column .*"id", "name", "amount"'):
+        ws.table_read("table.csv", columns=["price"])
+
+
+def test_middle_rows_of_a_large_csv_match_the_csv_module(ws: Workspace) -> None:
+    name, data = big_csv(ws, 120_000)
+    assert (root(ws) / name).stat().st_size > 8 * BLOCK
+    result = ws.table_read(name, rows="70001-70050")
+    assert result["rows"] == [[70000 + i + 1, *data[70000 + i]] for i in range(50)]
+    again = ws.table_read(name, rows="70001-70050")  # through the persisted line index
+    assert again["rows"] == result["rows"]
+    assert result["next"] == f'table_read(path="{root(ws) / name}", rows="70051-70100")'
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(start=st.integers(min_value=1, max_value=400), width=st.integers(min_value=1, max_value=90))
+def test_following_next_calls_visits_every_row_once(ws: Workspace, start: int, width: int) -> None:
+    name, data = big_csv(ws, 400)
+    seen: list[int] = []
+    call: dict[str, Any] | None = {"path": name, "rows": f"{start}-{start + width - 1}"}
+    while call is not None and len(seen) < 1000:
+        result = ws.table_read(**call)
+        seen += [r[0] for r in result["rows"]]
+        nxt = result["next"]
+        call = None
+        if nxt is not None:
+            rows = nxt.split('rows="')[1].split('"')[0]
+            call = {"path": name, "rows": rows}
+    assert seen == list(range(start, len(data) + 1))
+
+
+def test_row_past_the_end_says_how_many_rows(ws: Workspace) -> None:
+    with pytest.raises(InvalidArgumentError, match="past the end"):
+        ws.table_read("table.csv", rows="9-10")
+    with pytest.raises(InvalidArgumentError, match="has 6 rows"):
+        ws.table_read("sales.xlsx", rows="7")
+
+
+def test_quoted_line_breaks_keep_line_numbers(ws: Workspace) -> None:
+    (root(ws) / "multi.csv").write_text('a,b\n1,"two\nlines"\n3,x\n')
+    result = ws.table_read("multi.csv")
+    assert result["rows"] == [[1, "a", "b"], [2, "1", "two\nlines"], [4, "3", "x"]]
+
+
+@pytest.mark.parametrize("name", ["sales.xlsx", "sales.ods"], ids=str)
+def test_workbook_sheets_read_as_the_spreadsheet_numbers_them(ws: Workspace, name: str) -> None:
+    result = ws.table_read(name)
+    assert result["sheet"] == "Sales"
+    assert result["sheets"] == ["Sales", "Notes"]
+    assert result["rows"] == [[i, *row] for i, row in enumerate(SALES, start=1)]
+    notes = ws.table_read(name, sheet="Notes", rows="2-3")
+    assert notes["rows"] == [[2, *NOTES[1]], [3, *NOTES[2]]]
+    with pytest.raises(InvalidArgumentError, match=r'no sheet .*"Sales", "Notes"'):
+        ws.table_read(name, sheet="Missing")
+
+
+def test_parquet_rows_start_at_the_first_record(ws: Workspace) -> None:
+    result = ws.table_read("sales.parquet", rows="2-3", columns=["amount", "region"])
+    assert result["rows"] == [[2, 80.5, "south"], [3, 140, "north"]]
+    assert result["total_rows"] == 5
+
+
+def test_long_reads_stop_at_the_row_bound_with_next(ws: Workspace) -> None:
+    name, _ = big_csv(ws, 1000)
+    result = ws.table_read(name, rows="1-900")
+    assert len(result["rows"]) == MAX_TABLE_ROWS
+    assert result["next"] is not None
+    assert f'rows="{MAX_TABLE_ROWS + 1}-' in result["next"]
+
+
+def test_a_non_table_is_refused_with_the_tools_that_read_it(ws: Workspace) -> None:
+    shutil.copy(SAMPLES / "red_64x48.png", root(ws) / "img.png")
+    with pytest.raises(WrongFileTypeError, match="not a table.*image_view"):
+        ws.table_read("img.png")
+
+
+@pytest.mark.parametrize("name", ["table.csv", "sales.xlsx", "sales.ods", "sales.parquet"])
+def test_group_by_agrees_with_python(ws: Workspace, name: str) -> None:
+    if name == "table.csv":
+        sql, expected = "SELECT sum(amount) FROM t", [[37.5]]
+    else:
+        sql = "SELECT region, sum(amount) AS total FROM t GROUP BY region ORDER BY region"
+        totals: dict[str, float] = {}
+        for region, _, amount in SALES[1:]:
+            assert isinstance(region, str)
+            assert isinstance(amount, int | float)
+            totals[region] = totals.get(region, 0) + amount
+        expected = [[r, totals[r]] for r in sorted(totals)]
+    result = ws.table_query(name, sql)
+    assert result["rows"] == expected
+    assert result["truncated"] is False
+
+
+def test_a_query_cannot_read_other_files(ws: Workspace, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    for sql in (
+        "SELECT * FROM read_csv('/etc/passwd')",
+        f"SELECT * FROM read_csv('{secret}')",
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM glob('/etc/*')",
+    ):
+        with pytest.raises(InvalidArgumentError, match="disabled by configuration"):
+            ws.table_query("table.csv", sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("COPY t TO 'out.csv'", "only SELECT is allowed, got COPY"),
+        (f"COPY (SELECT 1) TO '{SAMPLES / 'table.csv'}'", "only SELECT"),
+        ("ATTACH 'x.db'", "only SELECT"),
+        ("SET enable_external_access = true", "only SELECT"),
+        ("INSTALL httpfs", "only SELECT"),
+        ("SELECT 1; SELECT 2", "exactly one statement, got 2"),
+        ("SELEC amount FROM t", "does not parse"),
+        ("SELECT price FROM t", r'query failed.*columns "id", "name", "amount"'),
+    ],
+    ids=str,
+)
+def test_only_one_select_runs(ws: Workspace, sql: str, message: str) -> None:
+    before = (root(ws) / "table.csv").read_bytes()
+    with pytest.raises(InvalidArgumentError, match=message):
+        ws.table_query("table.csv", sql)
+    assert (root(ws) / "table.csv").read_bytes() == before
+
+
+def test_result_rows_are_bounded_with_a_note(ws: Workspace) -> None:
+    name, _ = big_csv(ws, 1000)
+    result = ws.table_query(name, "SELECT id FROM t ORDER BY id")
+    assert len(result["rows"]) == MAX_QUERY_ROWS
+    assert result["truncated"] is True
+    assert any("LIMIT" in n for n in result["notes"])
+
+
+def test_confinement_is_checked_before_the_query(ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.csv"
+    outside.write_text("a\n1\n")
+    with pytest.raises(OutsideRootsError):
+        ws.table_query(str(outside), "SELECT * FROM t")
+    (root(ws) / "link.csv").symlink_to(outside)
+    with pytest.raises(OutsideRootsError):
+        ws.table_read("link.csv")
+
+
+def test_tools_run_through_the_one_definition(ws: Workspace) -> None:
+    result = call_tool(ws, "table_query", {"path": "sales.xlsx", "sql": "SELECT count(*) FROM t"})
+    assert result["rows"] == [[5]]
+    with pytest.raises(InvalidArgumentError, match="rows"):
+        call_tool(ws, "table_read", {"path": "table.csv", "rows": "all"})
+    json.dumps(ws.table_read("sales.parquet"))  # JSON-ready
