@@ -30,7 +30,7 @@ from ._fold import (
     fold_boundary,
     folded_prefix,
 )
-from ._pairing import check_pairing
+from ._pairing import SPLIT_KEY, STUB_TEXT, check_pairing, repair_pairing
 from ._payload import MESSAGE_KEYS, for_provider
 from ._replay import (
     DEFAULT_KEEP_ASSISTANT_TURNS,
@@ -72,6 +72,8 @@ __all__ = [
     "PlaceholderError",
     "ReplayPolicy",
     "ReplayResult",
+    "SPLIT_KEY",
+    "STUB_TEXT",
     "Summarizer",
     "SummarizerError",
     "call_with_overflow_retry",
@@ -88,6 +90,7 @@ __all__ = [
     "is_placeholder",
     "last_turns",
     "read_call",
+    "repair_pairing",
     "replay",
     "result_slots",
     "stale_before",

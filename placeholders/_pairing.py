@@ -7,7 +7,7 @@ from typing import Any
 
 from ._shapes import result_slots, tool_calls
 
-__all__ = ["check_pairing"]
+__all__ = ["BLOCK_IDS_KEY", "SPLIT_KEY", "STUB_TEXT", "check_pairing", "repair_pairing"]
 
 _SYSTEM_ROLES = ("system", "developer")
 
@@ -73,3 +73,163 @@ def _close(open_calls: dict[str, int], problems: list[str]) -> None:
     for call_id, at in open_calls.items():
         problems.append(f"tool call {call_id!r} in message {at} has no result right after it")
     open_calls.clear()
+
+
+# --- repair at replay time ----------------------------------------------------------------
+
+STUB_TEXT = (
+    "[leanreplay] No result for this tool call is stored (yet); this stub stands in for it so "
+    "the replay stays valid."
+)
+#: Bookkeeping key of a message split over several log records (Claude Code writes one record
+#: per content block): records with the same value, with only tool results between them, are
+#: one provider message and are joined at replay time.
+SPLIT_KEY = "api_message_id"
+#: Bookkeeping key of a joined message: the stored message id each content block came from.
+BLOCK_IDS_KEY = "block_ids"
+
+
+def repair_pairing(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """A copy of ``messages`` a provider accepts, and one note per kind of repair.
+
+    The store keeps exactly what a log holds; this makes the replay valid: records of one
+    provider message that a log split are joined (with ``block_ids`` naming where each block
+    is stored), a tool result whose call is not right before it is dropped, and a call that
+    got no result gets an explicit stub result (``"stub": True``). Messages that need no
+    change are passed through as they are.
+    """
+    joined, joins = _join_split(messages)
+    out, dropped, stubbed = _pair(joined)
+    notes = []
+    if joins:
+        notes.append(f"{joins} log records joined into the message they are part of")
+    if dropped:
+        notes.append(f"{dropped} tool results without a call right before them left out")
+    if stubbed:
+        notes.append(f"{stubbed} tool calls without a result got an explicit stub result")
+    return out, notes
+
+
+def _only_results(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _joined(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    ids = list(first.get(BLOCK_IDS_KEY) or [first.get("id")] * len(first["content"]))
+    ids += [second.get("id")] * len(second["content"])
+    return {**first, "content": [*first["content"], *second["content"]], BLOCK_IDS_KEY: ids}
+
+
+def _join_split(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], int]:
+    out: list[Mapping[str, Any]] = []
+    joins = 0
+    last_assistant: int | None = None
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            group = message.get(SPLIT_KEY)
+            if (
+                group is not None
+                and last_assistant is not None
+                and out[last_assistant].get(SPLIT_KEY) == group
+                and isinstance(message.get("content"), list)
+                and isinstance(out[last_assistant].get("content"), list)
+                and all(_only_results(m) for m in out[last_assistant + 1 :])
+            ):
+                out[last_assistant] = _joined(out[last_assistant], message)
+                joins += 1
+                continue
+            out.append(message)
+            last_assistant = len(out) - 1
+            continue
+        if _only_results(message) and out and _only_results(out[-1]):
+            out[-1] = _joined(out[-1], message)
+            joins += 1
+            continue
+        out.append(message)
+    return out, joins
+
+
+def _stub_block(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": STUB_TEXT, "is_error": True}
+
+
+def _pair(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
+    out: list[dict[str, Any]] = []
+    dropped = stubbed = 0
+    pending: dict[str, None] = {}  # calls of the last assistant message still unanswered
+    anthropic_calls = False
+
+    def close() -> None:
+        nonlocal stubbed
+        if not pending:
+            return
+        stubbed += len(pending)
+        if anthropic_calls:
+            blocks = [_stub_block(cid) for cid in pending]
+            out.append({"role": "user", "content": blocks, "meta": True, "stub": True})
+        else:
+            for cid in pending:
+                out.append(
+                    {"role": "tool", "tool_call_id": cid, "content": STUB_TEXT, "stub": True}
+                )
+        pending.clear()
+
+    for original in messages:
+        message = original if isinstance(original, dict) else dict(original)
+        role = message.get("role")
+        if role == "tool":
+            call = message.get("tool_call_id")
+            if isinstance(call, str) and call in pending:
+                del pending[call]
+                out.append(message)
+            else:
+                dropped += 1
+            continue
+        slots = result_slots(message)
+        if slots:
+            keep = {s.block for s in slots if s.tool_call_id in pending}
+            dropped += len(slots) - len(keep)
+            if len(keep) != len(slots):
+                positions = [
+                    i
+                    for i, b in enumerate(message["content"])
+                    if i in keep or not (isinstance(b, Mapping) and b.get("type") == "tool_result")
+                ]
+                if not positions:
+                    continue
+                message = {**message, "content": [message["content"][i] for i in positions]}
+                if BLOCK_IDS_KEY in message:
+                    message[BLOCK_IDS_KEY] = [message[BLOCK_IDS_KEY][i] for i in positions]
+            for slot in slots:
+                pending.pop(slot.tool_call_id, None)
+            # Stubs for calls this message left unanswered go into the same message.
+            if pending and anthropic_calls:
+                stubbed += len(pending)
+                message = {
+                    **message,
+                    "content": [*message["content"], *(_stub_block(c) for c in pending)],
+                }
+                if BLOCK_IDS_KEY in message:
+                    message[BLOCK_IDS_KEY] = [*message[BLOCK_IDS_KEY], *([None] * len(pending))]
+                pending.clear()
+            close()
+            out.append(message)
+            continue
+        close()
+        out.append(message)
+        if role == "assistant":
+            pending = {cid: None for cid, _ in tool_calls(message)}
+            anthropic_calls = not message.get("tool_calls")
+    close()
+    return out, dropped, stubbed

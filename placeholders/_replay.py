@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import InvalidMessagesError
+from ._pairing import BLOCK_IDS_KEY, repair_pairing
 from ._shapes import ResultSlot, content_chars, is_genuine_user, result_slots, tool_calls
 
 __all__ = [
@@ -106,6 +107,7 @@ class ReplayResult:
     chars_out: int
     placeholders: int
     elided_chars: int
+    notes: list[str] = field(default_factory=list)  # pairing repairs made for this replay
 
     def stats(self) -> dict[str, int]:
         return {
@@ -144,6 +146,8 @@ def replay(
 ) -> ReplayResult:
     """Replace stale, large tool results with placeholders; keep everything else verbatim.
 
+    The messages are first made valid for providers (`repair_pairing`: split records joined,
+    orphan results left out, unanswered calls stubbed); ``notes`` lists what that changed.
     Pure: the input is never mutated, unchanged messages are passed through, and the same
     input always gives the same bytes.
 
@@ -168,6 +172,7 @@ def replay(
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
             raise InvalidMessagesError(f"message {i} is not a dict with a string 'role'")
+    messages, notes = repair_pairing(messages)
     chars_in = sum(content_chars(m) for m in messages)
     cutoff = stale_before(messages, policy)
     names: dict[str, str] = {}  # tool name of each call, from the assistant message before it
@@ -188,6 +193,8 @@ def replay(
             if name in policy.exclude_tools:
                 continue
             message_id = message.get("id")
+            if BLOCK_IDS_KEY in message and slot.block is not None:
+                message_id = message[BLOCK_IDS_KEY][slot.block]  # a joined message
             if not isinstance(message_id, str) or not message_id:
                 raise InvalidMessagesError(
                     f"message {i} holds a stale tool result but has no string 'id'; store the "
@@ -239,6 +246,7 @@ def replay(
         chars_out=chars_in - saved,
         placeholders=len(chosen),
         elided_chars=elided,
+        notes=notes,
     )
 
 

@@ -1,9 +1,11 @@
 """Importers: real agent logs become stored conversations in the providers' own shapes.
 
-Importers never invent content. They merge what the log split (Claude Code writes one record
-per content block), skip what is not a message, and repair pairing so a replay stays valid:
-a result whose call never appears is dropped, and a call that never got a result gets an
-explicit stub result that says so. Every such change is reported in the notes.
+Importers never invent content and never drop it: the store holds exactly what the log holds,
+one message per log record, so a log that grows (a live session) re-imports by appending
+whatever is new, wherever it was cut. They skip what is not a message and mark injected input
+as meta. Making the replay valid for a provider (joining the records of one API message,
+stubbing calls without a result, leaving out orphan results) is `placeholders.repair_pairing`,
+at replay time.
 """
 
 from __future__ import annotations
@@ -14,15 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from placeholders import result_slots, tool_calls
+from placeholders import SPLIT_KEY
 
 from .._errors import ImportFormatError, InvalidArgumentError
 
-__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "STUB_TEXT", "Imported", "load"]
+__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "Imported", "conversation_name", "load"]
 
 FORMATS = ("auto", "openai", "anthropic", "claude-code", "mini-swe-agent", "tau-bench")
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024  # whole-file JSON formats are loaded into memory
-STUB_TEXT = "[leanreplay import] The source log recorded no result for this tool call."
 
 _CLAUDE_MESSAGE_TYPES = ("user", "assistant")
 _CLAUDE_INJECTED = (
@@ -56,23 +57,25 @@ def load(path: str, *, format: str = "auto", conversation_id: str | None = None)
         raise ImportFormatError(
             f"{path} is {size} bytes, over the import limit of {MAX_IMPORT_BYTES}; split it"
         )
-    stem = os.path.basename(path)
-    for suffix in (".traj.json", ".jsonl", ".json", ".ndjson"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
+    stem = file_stem(path)
     with open(path, "rb") as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ImportFormatError(f"{path} is not UTF-8 text ({exc}); logs must be JSON") from None
+        if exc.reason != "unexpected end of data":
+            raise ImportFormatError(
+                f"{path} is not UTF-8 text ({exc}); logs must be JSON"
+            ) from None
+        # A live log caught while a character was being written: its last line is partial
+        # anyway (skipped as unreadable), and the next import reads it whole.
+        text = raw[: exc.start].decode("utf-8-sig")
     whole = _parse_whole(text)
     fmt = format if format != "auto" else _detect(path, whole, text)
     if fmt == "claude-code":
         items = [_claude_code(text, stem)]
     elif fmt == "mini-swe-agent":
-        items = [_mini_swe_agent(whole, stem, path)]
+        items = [_mini_swe_agent(whole, path)]
     elif fmt == "tau-bench":
         items = _tau_bench(whole, stem, path)
     else:
@@ -80,14 +83,37 @@ def load(path: str, *, format: str = "auto", conversation_id: str | None = None)
     if conversation_id is not None:
         if len(items) != 1:
             raise InvalidArgumentError(
-                f"{path} holds {len(items)} conversations; --conversation-id names only one, "
+                f"{path} holds {len(items)} conversations; a conversation id names only one, "
                 "leave it out to use the ids from the file"
             )
         items[0].conversation_id = conversation_id
-    for item in items:
-        item.messages, notes = repair_pairing(item.messages)
-        item.notes += notes
     return items
+
+
+LOG_SUFFIXES = (".traj.json", ".jsonl", ".ndjson", ".json")
+
+
+def file_stem(path: str) -> str:
+    """The file name without its log suffix (``x.traj.json`` -> ``x``)."""
+    stem = os.path.basename(path)
+    for suffix in LOG_SUFFIXES:
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            return stem[: -len(suffix)]
+    return stem
+
+
+def conversation_name(path: str) -> str:
+    """The conversation id a file's own name gives it.
+
+    mini-swe-agent writes ``<run>/<instance>/<instance>.traj.json``: two runs of one instance
+    share the file name, so the run folder is part of the id (``<run>/<instance>``).
+    """
+    stem = file_stem(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    run = os.path.basename(os.path.dirname(folder))
+    if path.endswith(".traj.json") and os.path.basename(folder) == stem and run:
+        return f"{run}/{stem}"
+    return stem
 
 
 _NOT_JSON = object()
@@ -195,7 +221,7 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
     return Imported(stem, _require_messages(values, path, "the file"), fmt, notes)
 
 
-def _mini_swe_agent(whole: Any, stem: str, path: str) -> Imported:
+def _mini_swe_agent(whole: Any, path: str) -> Imported:
     if not isinstance(whole, dict) or not isinstance(whole.get("messages"), list):
         raise ImportFormatError(f"{path}: a mini-swe-agent trajectory is an object with 'messages'")
     messages = _require_messages(whole["messages"], path, "messages")
@@ -208,10 +234,7 @@ def _mini_swe_agent(whole: Any, stem: str, path: str) -> Imported:
             m["source_role"] = "exit"
             exits += 1
     notes = [f"{exits} 'exit' messages stored as meta user messages"] if exits else []
-    cid = whole.get("instance_id")
-    return Imported(
-        cid if isinstance(cid, str) and cid else stem, messages, "mini-swe-agent", notes
-    )
+    return Imported(conversation_name(path), messages, "mini-swe-agent", notes)
 
 
 def _tau_bench(whole: Any, stem: str, path: str) -> list[Imported]:
@@ -233,6 +256,12 @@ def _tau_bench(whole: Any, stem: str, path: str) -> list[Imported]:
 
 
 def _claude_code(text: str, stem: str) -> Imported:
+    """One message per user/assistant record of the main chain, named after the file.
+
+    A resumed session is a new file that repeats the earlier session's records (with the
+    earlier ``sessionId``) before its own, so the file, not the session id, names the
+    conversation: each file is its own conversation with its full history.
+    """
     records: list[dict[str, Any]] = []
     broken = 0
     for _, record in _jsonl(text):
@@ -242,76 +271,38 @@ def _claude_code(text: str, stem: str) -> Imported:
             records.append(record)
     main = [r for r in records if not r.get("isSidechain")]
     notes = [f"{broken} unreadable lines skipped"] if broken else []
-    agent = next((r.get("agentId") for r in records if isinstance(r.get("agentId"), str)), None)
-    conversation_id: str | None = None
     if not main and records:
         # A subagent's own log (agent-*.jsonl): every record is a sidechain of the parent
         # session, and together they are this file's conversation.
         main = records
-        conversation_id = f"agent-{agent}" if agent else stem
         notes.append(f"subagent log: its {len(records)} sidechain records form the conversation")
     elif len(main) < len(records):
         notes.append(f"{len(records) - len(main)} sidechain records skipped")
-    messages, session = _claude_messages(main)
-    return Imported(conversation_id or session or stem, messages, "claude-code", notes)
+    return Imported(stem, _claude_messages(main), "claude-code", notes)
 
 
-def _claude_messages(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+def _claude_messages(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
-    last_assistant: int | None = None
-    api_ids: dict[int, Any] = {}
-    session: str | None = None
     for record in records:
         message = record.get("message")
         if not isinstance(message, dict) or message.get("role") not in _CLAUDE_MESSAGE_TYPES:
             continue
-        if session is None and isinstance(record.get("sessionId"), str):
-            session = record["sessionId"]
-        record_id = record.get("uuid") if isinstance(record.get("uuid"), str) else None
         content = message.get("content")
-        if message["role"] == "assistant":
-            api_id = message.get("id")
-            blocks = (
-                content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-            )
-            only_results_since = last_assistant is not None and all(
-                _only_results(m) for m in messages[last_assistant + 1 :]
-            )
-            if (
-                last_assistant is not None
-                and api_id is not None
-                and only_results_since
-                and api_ids.get(last_assistant) == api_id
-            ):
-                messages[last_assistant]["content"].extend(blocks)
-                continue
-            new: dict[str, Any] = {"role": "assistant", "content": list(blocks)}
-            if record_id:
-                new["id"] = record_id
-            messages.append(new)
-            last_assistant = len(messages) - 1
-            api_ids[last_assistant] = api_id
-            continue
-        new = {"role": "user", "content": content}
-        if _only_results(new) and messages and _only_results(messages[-1]):
-            messages[-1]["content"] = [*messages[-1]["content"], *new["content"]]
-            continue
-        if record_id:
+        new: dict[str, Any] = {"role": message["role"], "content": content}
+        if message["role"] == "assistant" and not isinstance(content, list):
+            new["content"] = [{"type": "text", "text": content or ""}]
+        record_id = record.get("uuid")
+        if isinstance(record_id, str) and record_id:
             new["id"] = record_id
-        if record.get("isMeta") or record.get("isCompactSummary") or _injected(content):
+        api_id = message.get("id")
+        if message["role"] == "assistant" and isinstance(api_id, str):
+            new[SPLIT_KEY] = api_id  # Claude Code writes one record per content block
+        if message["role"] == "user" and (
+            record.get("isMeta") or record.get("isCompactSummary") or _injected(content)
+        ):
             new["meta"] = True
         messages.append(new)
-    return messages, session
-
-
-def _only_results(message: dict[str, Any]) -> bool:
-    content = message.get("content")
-    return (
-        message.get("role") == "user"
-        and isinstance(content, list)
-        and bool(content)
-        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-    )
+    return messages
 
 
 def _injected(content: Any) -> bool:
@@ -332,87 +323,3 @@ def _injected(content: Any) -> bool:
             and all(isinstance(t, str) and t.lstrip().startswith(_CLAUDE_INJECTED) for t in texts)
         )
     return False
-
-
-def repair_pairing(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Drop results whose call is not right before them; stub calls that got no result."""
-    out: list[dict[str, Any]] = []
-    dropped = stubbed = 0
-    pending: dict[str, None] = {}  # calls of the last assistant message still unanswered
-    anthropic_calls = False
-
-    def close() -> None:
-        nonlocal stubbed
-        if not pending:
-            return
-        stubbed += len(pending)
-        if anthropic_calls:
-            blocks = [_stub_result(cid) for cid in pending]
-            out.append({"role": "user", "content": blocks, "meta": True, "stub": True})
-        else:
-            for cid in pending:
-                out.append(
-                    {"role": "tool", "tool_call_id": cid, "content": STUB_TEXT, "stub": True}
-                )
-        pending.clear()
-
-    for message in messages:
-        role = message.get("role")
-        if role == "tool":
-            call = message.get("tool_call_id")
-            if call in pending:
-                del pending[call]
-                out.append(message)
-            else:
-                dropped += 1
-            continue
-        slots = result_slots(message)
-        if slots:
-            keep = [s.block for s in slots if s.tool_call_id in pending]
-            answered = [s.tool_call_id for s in slots if s.tool_call_id in pending]
-            dropped += len(slots) - len(keep)
-            if len(keep) != len(slots):
-                content = [
-                    b for i, b in enumerate(message["content"]) if i in keep or not _is_result(b)
-                ]
-                if not content:
-                    continue
-                message = {**message, "content": content}
-            for cid in answered:
-                pending.pop(cid, None)
-            # Stubs for calls this message left unanswered go into the same message.
-            if pending and anthropic_calls:
-                stubbed += len(pending)
-                message = {
-                    **message,
-                    "content": [
-                        *message["content"],
-                        *(_stub_result(c) for c in pending),
-                    ],
-                }
-                pending.clear()
-            close()
-            out.append(message)
-            continue
-        close()
-        out.append(message)
-        if role == "assistant":
-            calls = list(tool_calls(message))
-            pending = {cid: None for cid, _ in calls}
-            anthropic_calls = not message.get("tool_calls")
-    close()
-    notes = []
-    if dropped:
-        notes.append(f"{dropped} tool results without a call right before them were dropped")
-    if stubbed:
-        notes.append(f"{stubbed} tool calls without a result got an explicit stub result")
-    return out, notes
-
-
-def _stub_result(call_id: str) -> dict[str, Any]:
-    """An Anthropic tool_result that says the log holds no result for ``call_id``."""
-    return {"type": "tool_result", "tool_use_id": call_id, "content": STUB_TEXT, "is_error": True}
-
-
-def _is_result(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") == "tool_result"

@@ -312,9 +312,12 @@ class Store:
             fresh = prepared[len(stored) :]
             if attachments is not None and stored:
                 self._repair_attachments(db, conversation_id, stored, attachments)
-            if stored and not fresh:
-                return []
-            self._conversation(db, conversation_id, source, format, notes)
+            self._conversation(db, conversation_id, source, format, ())
+            # The notes describe the whole log as imported last (a re-import replaces them).
+            db.execute(
+                "UPDATE conversations SET notes=? WHERE id=?",
+                (json.dumps(list(notes), ensure_ascii=False), conversation_id),
+            )
             return self._insert(db, conversation_id, fresh, attachments)
 
     @staticmethod
