@@ -4,8 +4,10 @@ A synthetic conversation is grown turn by turn past 2,000,000 chars through
 `Workspace.append` (auto-fold on, offline summarizer); after every turn the replay is built
 and its size recorded, with placeholders (``chars_out``) and without them (``chars_in``, the
 fold alone). The same is done with real transcripts from ../shared/transcripts: the largest
-Claude Code session and the largest mini-swe-agent run, appended message by message. Prints
-JSON: peak replay size against the unfolded size, folds, and a sampled sawtooth.
+Claude Code session and the largest mini-swe-agent run, appended message by message. The
+printed series is the library's `Workspace.size_series` (what ``leanreplay view`` draws),
+checked against the sizes observed while growing (``series_matches_growth``). Prints JSON:
+peak replay size against the unfolded size, folds, and a sampled sawtooth.
 
     python bench/bench_fold.py
 """
@@ -57,7 +59,7 @@ def synthetic_turn(i: int) -> list[dict[str, Any]]:
 def grow(
     ws: Workspace, cid: str, turns: list[list[dict[str, Any]]], policy: ReplayPolicy | None = None
 ) -> dict[str, Any]:
-    series = []
+    observed = []
     total = 0
     started = time.perf_counter()
     for turn in turns:
@@ -65,24 +67,37 @@ def grow(
             ws.append(cid, message)
             total += content_chars(message)
         result = ws.replay(cid, policy)
-        series.append((total, result.chars_in, result.chars_out))
+        observed.append((total, result.chars_in, result.chars_out))
     elapsed = time.perf_counter() - started
+    started = time.perf_counter()
+    series = ws.size_series(cid, policy)
+    series_seconds = time.perf_counter() - started
     state = ws.fold_state(cid) or {}
     step = max(1, len(series) // 40)
     return {
         "turns": len(series),
         "stored_chars": total,
         "folds": state.get("generation", 0),
-        "peak_replay_chars_fold_only": max(s[1] for s in series),
-        "peak_replay_chars_with_placeholders": max(s[2] for s in series),
-        "final_replay_chars_with_placeholders": series[-1][2],
-        "peak_over_unfolded": round(max(s[1] for s in series) / total, 4),
+        "peak_replay_chars_fold_only": max(p.replay_chars_fold_only for p in series),
+        "peak_replay_chars_with_placeholders": max(p.replay_chars for p in series),
+        "final_replay_chars_with_placeholders": series[-1].replay_chars,
+        "peak_over_unfolded": round(max(p.replay_chars_fold_only for p in series) / total, 4),
         "bound_threshold_plus_summary_plus_turn": POLICY.threshold_chars
         + POLICY.max_summary_chars
         + max(sum(content_chars(m) for m in t) for t in turns),
         "seconds": round(elapsed, 2),
+        "series_seconds": round(series_seconds, 2),
+        "series_matches_growth": [
+            (p.stored_chars, p.replay_chars_fold_only, p.replay_chars) for p in series
+        ]
+        == observed,
         "sawtooth_sampled": [
-            {"stored": s[0], "replay_fold_only": s[1], "replay": s[2]} for s in series[::step]
+            {
+                "stored": p.stored_chars,
+                "replay_fold_only": p.replay_chars_fold_only,
+                "replay": p.replay_chars,
+            }
+            for p in series[::step]
         ],
     }
 

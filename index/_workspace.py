@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import takewhile
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from cards import card_for_descriptor, probe_pdf
 from placeholders import (
+    CHARS_PER_TOKEN,
     CompactionResult,
     FoldPolicy,
     OfflineSummarizer,
     ReplayPolicy,
     ReplayResult,
     Summarizer,
+    call_with_overflow_retry,
     compact_turn,
-    folded_prefix,
+    content_chars,
     read_call,
-    replay,
     result_slots,
 )
 
@@ -36,9 +38,17 @@ from ._errors import (
 from ._tools import call_tool, current_progress
 from .search._convindex import MessageIndex
 from .search._pdfindex import PageIndex
-from .store._attachments import inline_blocks, save_inline, with_cards
+from .store._attachments import inline_blocks, save_inline
 from .store._importers import load
-from .store._lifecycle import FoldResult, append_event, fold_conversation
+from .store._lifecycle import (
+    FoldResult,
+    SizePoint,
+    append_event,
+    fold_conversation,
+    lean_replay,
+    read_events,
+    size_series,
+)
 from .store._store import ConversationInfo, SavedAttachment, Store, check_id
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
@@ -55,10 +65,18 @@ from .tools._tables import (
 )
 from .tools._transcode import encoding_of, utf8_view
 
-__all__ = ["MAX_PDF_READ_CHARS", "MAX_PDF_READ_PAGES", "FoldResult", "Workspace"]
+__all__ = [
+    "MAX_PDF_READ_CHARS",
+    "MAX_PDF_READ_PAGES",
+    "SNAPSHOTS_KEPT",
+    "FoldResult",
+    "SizePoint",
+    "Workspace",
+]
 
 MAX_PDF_READ_PAGES = 20
 MAX_PDF_READ_CHARS = 40_000
+SNAPSHOTS_KEPT = 50  # prompt snapshots kept per home, newest first
 
 # Argument types shared by several tools: the descriptions reach the model through the schema.
 FilePath = Annotated[str, Field(description="File path, absolute or relative to the first root.")]
@@ -216,17 +234,149 @@ class Workspace:
         cid = self._visible(conversation_id)
         return [m.message() for m in self.store.messages(cid)]
 
-    def replay(self, conversation_id: str, policy: ReplayPolicy | None = None) -> ReplayResult:
+    def replay(
+        self,
+        conversation_id: str,
+        policy: ReplayPolicy | None = None,
+        *,
+        snapshot: bool = False,
+        budget_tokens: int | None = None,
+    ) -> ReplayResult:
         """The lean replay of a stored conversation: attachments as cards, a folded prefix
-        as its summary, stale tool results as placeholders."""
+        as its summary, stale tool results as placeholders.
+
+        With ``snapshot=True`` (a replay about to be sent to a model) a prompt snapshot is
+        recorded: time, size, estimated tokens against ``budget_tokens`` (the input budget,
+        if known), placeholders and fold; the home keeps the last `SNAPSHOTS_KEPT`.
+        """
         cid = self._visible(conversation_id)
-        messages = with_cards(self.messages(cid), self.store.attachment_cards(cid))
         fold = self.store.fold(cid)
-        if fold is not None:
-            system = list(takewhile(lambda m: m.get("role") in ("system", "developer"), messages))
-            prefix = folded_prefix(cid, fold.summary, fold.through_id, fold.generation)
-            messages = system + prefix + messages[max(fold.through_seq, len(system)) :]
-        return replay(messages, conversation_id=cid, policy=policy)
+        result = lean_replay(
+            cid, self.messages(cid), self.store.attachment_cards(cid), fold, policy
+        )
+        if snapshot:
+            self._snapshot(cid, result.messages, result, budget_tokens)
+        return result
+
+    def _snapshot(
+        self,
+        cid: str,
+        sent: Sequence[Mapping[str, Any]],
+        result: ReplayResult,
+        budget_tokens: int | None,
+        compaction: Mapping[str, Any] | None = None,
+        source: str = "replay",
+    ) -> None:
+        fold = self.store.fold(cid)
+        chars = sum(content_chars(m) for m in sent)
+        stats = self.store.stats_of(cid)
+        record = {
+            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+            "conversation_id": cid,
+            "source": source,
+            "messages_stored": stats.messages,
+            "last_message_id": stats.last_id,
+            "messages_sent": len(sent),
+            "chars": chars,
+            "chars_unfolded": self.store.chars_after(cid, 0),
+            "estimated_tokens": int(chars / CHARS_PER_TOKEN + 0.5),
+            "budget_tokens": budget_tokens,
+            "placeholders": result.placeholders,
+            "elided_chars": result.elided_chars,
+            "folded": fold is not None,
+            "fold_generation": fold.generation if fold else 0,
+            "compacted": compaction is not None,
+            "compaction": dict(compaction) if compaction is not None else None,
+        }
+        self.store.add_snapshot(cid, record, SNAPSHOTS_KEPT)
+
+    def snapshots(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        """The prompt snapshots kept in this home (the last `SNAPSHOTS_KEPT`), oldest first;
+        only those of ``conversation_id`` when given."""
+        if conversation_id is not None:
+            return self.store.snapshots(self._visible(conversation_id))
+        return [
+            s
+            for s in self.store.snapshots()
+            if self.allowed is None or s.get("conversation_id") in self.allowed
+        ]
+
+    def model_call(
+        self,
+        conversation_id: str,
+        call: Callable[[list[dict[str, Any]]], Any],
+        *,
+        context_window: int,
+        output_reserve: int,
+        reported_input_tokens: int | None = None,
+        policy: ReplayPolicy | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> Any:
+        """One model call of an agent loop: replay the conversation lean, compact it in memory
+        if it is over 75% of the input budget, call ``call(messages)`` and, on a
+        context-overflow error, compact once and retry exactly once. Every request sent is
+        recorded as a prompt snapshot and every compaction in the event log. Returns what
+        ``call`` returns; storing the reply (`append`) stays with the caller.
+        """
+        cid = self._visible(conversation_id)
+        lean = self.replay(cid, policy)
+        budget = context_window - output_reserve
+        compacted = self.compact_turn(
+            lean.messages,
+            context_window=context_window,
+            output_reserve=output_reserve,
+            reported_input_tokens=reported_input_tokens,
+            summarizer=summarizer,
+            conversation_id=cid,
+        )
+        applied: list[dict[str, Any] | None] = [None]
+        if compacted.triggered:
+            applied[0] = {
+                "tokens_before": compacted.tokens_before,
+                "tokens_after": compacted.tokens_after,
+                "actions": compacted.actions,
+            }
+
+        def send(messages: list[dict[str, Any]]) -> Any:
+            self._snapshot(cid, messages, lean, budget, applied[0], source="model_call")
+            return call(messages)
+
+        def on_event(event: str, data: dict[str, Any]) -> None:
+            self._log_event(event, cid, data)
+            if event == "compaction.applied":
+                applied[0] = {k: data.get(k) for k in ("tokens_before", "tokens_after", "actions")}
+
+        return call_with_overflow_retry(
+            send,
+            compacted.messages,
+            context_window=context_window,
+            output_reserve=output_reserve,
+            summarizer=summarizer,
+            conversation_id=cid,
+            on_event=self._paired(cid, on_event),
+        )
+
+    def size_series(
+        self,
+        conversation_id: str,
+        policy: ReplayPolicy | None = None,
+        *,
+        max_points: int | None = None,
+    ) -> list[SizePoint]:
+        """Replay size after each turn, as if the conversation had been appended message by
+        message under this workspace's fold policy and summarizer (the fold's sawtooth, as
+        ``bench/bench_fold.py`` prints it). Writes nothing; see `store._lifecycle.size_series`.
+        """
+        cid = self._visible(conversation_id)
+        return size_series(
+            cid,
+            self.messages(cid),
+            cards=self.store.attachment_cards(cid),
+            fold_policy=self.fold_policy,
+            summarizer=self.summarizer,
+            replay_policy=policy,
+            max_points=max_points,
+        )
 
     # the rolling prefix fold
 
@@ -279,11 +429,38 @@ class Workspace:
             summarizer=summarizer,
             conversation_id=conversation_id,
             force=force,
-            on_event=lambda event, data: self._log_event(event, conversation_id, data),
+            on_event=self._paired(
+                conversation_id, lambda event, data: self._log_event(event, conversation_id, data)
+            ),
         )
+
+    def _paired(
+        self, conversation_id: str | None, then: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[str, dict[str, Any]], None]:
+        """An event hook that gives the started and applied events of one compaction the
+        same ``compaction_id``."""
+        current = [""]
+
+        def hook(event: str, data: dict[str, Any]) -> None:
+            if event == "compaction.started" or not current[0]:
+                current[0] = uuid.uuid4().hex[:12]
+            then(event, {"compaction_id": current[0], **data})
+
+        return hook
 
     def _log_event(self, event: str, conversation_id: str | None, data: Mapping[str, Any]) -> None:
         append_event(os.path.join(self.home, "logs"), event, conversation_id, data)
+
+    def compaction_events(
+        self, conversation_id: str | None = None, *, limit: int = 500
+    ) -> list[dict[str, Any]]:
+        """The newest ``limit`` compaction events of the home's daily logs, oldest first; only
+        those of ``conversation_id`` when given."""
+        cid = self._visible(conversation_id) if conversation_id is not None else None
+        events = read_events(os.path.join(self.home, "logs"), cid, limit=limit)
+        if self.allowed is not None:
+            events = [e for e in events if e.get("conversation_id") in self.allowed]
+        return events
 
     # tools
 

@@ -107,6 +107,23 @@ class _Turn:
         self.copied: set[int] = set()
         self.conversation_id = conversation_id
         self.cuts: list[str] = []  # what was truncated or removed, for the DATA section
+        self.targets: list[dict[str, Any]] = []  # the same, per target, for the event log
+
+    def target(
+        self, i: int, kind: str, call_id: str | None, before: int, after: int, fetch: str | None
+    ) -> None:
+        mid = self.original[i].get("id")
+        self.targets.append(
+            {
+                "message": i,
+                "message_id": mid if isinstance(mid, str) else None,
+                "kind": kind,
+                "tool_call_id": call_id,
+                "chars_before": before,
+                "chars_after": after,
+                "fetch": fetch,
+            }
+        )
 
     def message(self, i: int) -> dict[str, Any]:
         if i not in self.copied:
@@ -202,7 +219,8 @@ def compact_turn(
         )
     started = time.monotonic()
     turn = _Turn(messages, conversation_id)
-    estimate = max(_tokens(turn.chars()), reported_input_tokens or 0)
+    chars_before = turn.chars()
+    estimate = max(_tokens(chars_before), reported_input_tokens or 0)
     target = int(budget * TARGET_SHARE)
     result = CompactionResult(
         messages=turn.out,
@@ -220,7 +238,14 @@ def compact_turn(
     if on_event:
         on_event(
             "compaction.started",
-            {"tokens": estimate, "target_tokens": target, "budget_tokens": budget},
+            {
+                "tokens": estimate,
+                "chars": chars_before,
+                "messages": len(messages),
+                "target_tokens": target,
+                "budget_tokens": budget,
+                "forced": force,
+            },
         )
     # The provider's count may exceed our estimate; scale the char target by the same ratio.
     ratio = estimate / max(_tokens(turn.chars()), 1)
@@ -248,9 +273,9 @@ def compact_turn(
                         f"{size:,} chars of base64" + (f" -> {fetch}" if fetch else "")
                     )
                     label = f"[image removed to fit the context ({size:,} chars of base64)"
-                    new_content.append(
-                        {"type": "text", "text": label + (f"; {fetch}]" if fetch else "]")}
-                    )
+                    label += f"; {fetch}]" if fetch else "]"
+                    new_content.append({"type": "text", "text": label})
+                    turn.target(i, "image", slot.tool_call_id, size, len(label), fetch)
                 else:
                     new_content.append(block)
             copy = turn.message(i)
@@ -286,18 +311,21 @@ def compact_turn(
             copy = turn.message(i)
             where = f"[{turn.original[i].get('id', i)}]"
             what = f"{where} {tier} text of {chars:,} chars"
+            call: str | None = None
             if tier == "tool":
                 owner = next((x for x in result_slots(turn.original[i]) if x.block == b), None)
-                call = owner.tool_call_id if owner is not None else "?"
-                what = f"{where} result of {call}: {chars:,} chars"
+                call = owner.tool_call_id if owner is not None else None
+                what = f"{where} result of {call or '?'}: {chars:,} chars"
             turn.cuts.append(what + (f" -> {fetch}" if fetch else ""))
             if b is None:
                 new = _cut(copy["content"], keep, fetch)
                 cut_chars += len(copy["content"]) - len(new)
                 copy["content"] = new
+                turn.target(i, tier, call, chars, len(new), fetch)
             else:
                 key = "content" if copy["content"][b].get("type") == "tool_result" else "text"
                 new = _cut(copy["content"][b][key], keep, fetch)
+                turn.target(i, tier, call, chars, len(new), fetch)
                 cut_chars += len(copy["content"][b][key]) - len(new)
                 copy["content"][b][key] = new
         if cut_chars:
@@ -333,9 +361,13 @@ def compact_turn(
                 "tokens_before": estimate,
                 "tokens_after": after,
                 "tokens_saved": max(estimate - after, 0),
+                "chars_before": chars_before,
+                "chars_after": turn.chars(),
+                "chars_saved": max(chars_before - turn.chars(), 0),
                 "target_tokens": target,
                 "target_reached": result.target_reached,
                 "actions": result.actions,
+                "targets": turn.targets,
                 "duration_ms": round((time.monotonic() - started) * 1000, 2),
             },
         )

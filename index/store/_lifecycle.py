@@ -1,5 +1,5 @@
-"""The storage half of the context lifecycle: folding a stored conversation, and the
-compaction event log.
+"""The storage half of the context lifecycle: folding a stored conversation, the size of its
+replay turn by turn, and the compaction event log.
 
 A fold runs under a per-conversation lock shared by every process (``flock`` on a file under
 the home), reads the originals, asks the summarizer, and writes the one summary only if the
@@ -9,21 +9,43 @@ Any failure leaves everything as it was.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime
+import glob
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any
 
-from placeholders import FoldPolicy, Summarizer, fold_boundary
+from placeholders import (
+    FoldPolicy,
+    ReplayPolicy,
+    ReplayResult,
+    Summarizer,
+    content_chars,
+    fold_boundary,
+    folded_prefix,
+    is_genuine_user,
+    replay,
+)
 
 from .._locks import file_lock
-from ._store import Store
+from ._attachments import with_cards
+from ._store import FoldRecord, Store
 
-__all__ = ["FoldResult", "append_event", "fold_conversation"]
+__all__ = [
+    "FoldResult",
+    "SizePoint",
+    "append_event",
+    "fold_conversation",
+    "lean_replay",
+    "read_events",
+    "size_series",
+]
 
 
 @dataclass(frozen=True)
@@ -57,22 +79,10 @@ def fold_conversation(
         stored = store.messages(cid)
         messages = [m.message() for m in stored]
         start = previous.through_seq if previous else 0
-        boundary, why = fold_boundary(messages, start, policy)
-        if boundary is None:
-            return FoldResult(False, why)
-        try:
-            summary = summarize(
-                previous.summary if previous else None,
-                messages[start:boundary],
-                max_chars=policy.max_summary_chars,
-            )
-        except Exception as exc:  # noqa: BLE001 - any failure leaves the fold as it was
-            return FoldResult(
-                False, f"summarizer failed, nothing changed: {type(exc).__name__}: {exc}"
-            )
-        if not isinstance(summary, str) or not summary.strip():
-            return FoldResult(False, "summarizer returned an empty summary; nothing changed")
-        summary = summary.strip()[: policy.max_summary_chars]
+        step = _fold_step(messages, previous, policy, summarize)
+        if isinstance(step, FoldResult):
+            return step
+        boundary, summary, why = step
         through = stored[boundary - 1]
         generation = store.write_fold(
             cid, summary, through.seq, through.id, previous.generation if previous else 0
@@ -90,6 +100,176 @@ def fold_conversation(
             messages_folded=boundary - start,
             generation=generation,
         )
+
+
+def _fold_step(
+    messages: Sequence[Mapping[str, Any]],
+    previous: FoldRecord | None,
+    policy: FoldPolicy,
+    summarize: Summarizer,
+) -> tuple[int, str, str] | FoldResult:
+    """The boundary, summary and reason of the next fold of ``messages``, or why there is none.
+
+    Pure: the stored fold and the `size_series` simulation both take their folds from here.
+    """
+    start = previous.through_seq if previous else 0
+    boundary, why = fold_boundary(messages, start, policy)
+    if boundary is None:
+        return FoldResult(False, why)
+    try:
+        summary = summarize(
+            previous.summary if previous else None,
+            messages[start:boundary],
+            max_chars=policy.max_summary_chars,
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the fold as it was
+        return FoldResult(False, f"summarizer failed, nothing changed: {type(exc).__name__}: {exc}")
+    if not isinstance(summary, str) or not summary.strip():
+        return FoldResult(False, "summarizer returned an empty summary; nothing changed")
+    return boundary, summary.strip()[: policy.max_summary_chars], why
+
+
+def lean_replay(
+    cid: str,
+    messages: list[dict[str, Any]],
+    cards: Mapping[tuple[str, int], str],
+    fold: FoldRecord | None,
+    policy: ReplayPolicy | None,
+) -> ReplayResult:
+    """The replay of stored ``messages`` (every one from the first): attachments as cards, the
+    folded prefix as its summary, stale tool results as placeholders."""
+    messages = with_cards(messages, cards)
+    if fold is not None:
+        system = list(takewhile(lambda m: m.get("role") in ("system", "developer"), messages))
+        prefix = folded_prefix(cid, fold.summary, fold.through_id, fold.generation)
+        messages = system + prefix + messages[max(fold.through_seq, len(system)) :]
+    return replay(messages, conversation_id=cid, policy=policy)
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """The replay after one turn of a conversation grown message by message (`size_series`)."""
+
+    turn: int  # 1-based; a turn starts at each genuine user message
+    messages: int  # messages stored after the turn
+    message_id: str  # the turn's last message
+    stored_chars: int  # content chars of everything stored: the unfolded size
+    replay_chars_fold_only: int  # the replay with the fold applied, before placeholders
+    replay_chars: int  # what the model receives: fold and placeholders
+    folds: int  # folds so far (the summary's generation)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def size_series(
+    cid: str,
+    messages: Sequence[dict[str, Any]],
+    *,
+    cards: Mapping[tuple[str, int], str],
+    fold_policy: FoldPolicy,
+    summarizer: Summarizer,
+    replay_policy: ReplayPolicy | None = None,
+    max_points: int | None = None,
+) -> list[SizePoint]:
+    """Replay size turn by turn as if ``messages`` had been appended one at a time with the
+    automatic fold on: the sawtooth ``bench/bench_fold.py`` prints and ``leanreplay view``
+    draws. Writes nothing.
+
+    After each message the fold runs when the unsummarized part exceeds the threshold, exactly
+    as `Workspace.append` does; after each turn the replay is measured. ``max_points`` keeps
+    evenly spaced turns plus the turns on both sides of every fold (the sawtooth's edges).
+    """
+    ends = [i - 1 for i in range(1, len(messages)) if is_genuine_user(messages[i])] + [
+        len(messages) - 1
+    ]
+    ends = [e for e in ends if e >= 0]
+    users = [i for i, m in enumerate(messages) if is_genuine_user(m)]
+    fold: FoldRecord | None = None
+    unsummarized = total = 0
+    states: list[tuple[int, int, FoldRecord | None]] = []  # (end, stored chars, fold) per turn
+    turn_ends = set(ends)
+    for i, message in enumerate(messages):
+        chars = content_chars(message)
+        total += chars
+        unsummarized += chars
+        start = fold.through_seq if fold else 0
+        if unsummarized > fold_policy.threshold_chars:
+            # fold_boundary's own test, cheaply: a genuine user message in reach of the tail
+            last = min(i + 1 - fold_policy.keep_last, i)
+            k = bisect.bisect_right(users, last) - 1
+            if k >= 0 and users[k] > start:
+                step = _fold_step(messages[: i + 1], fold, fold_policy, summarizer)
+                if not isinstance(step, FoldResult):
+                    boundary, summary, _ = step
+                    through = messages[boundary - 1]
+                    fold = FoldRecord(
+                        summary,
+                        boundary,
+                        str(through.get("id")),
+                        (fold.generation if fold else 0) + 1,
+                    )
+                    unsummarized = sum(content_chars(m) for m in messages[boundary : i + 1])
+        if i in turn_ends:
+            states.append((i, total, fold))
+    keep = set(range(len(states)))
+    if max_points is not None and len(states) > max_points:
+        keep = _spread(range(len(states)), max_points)
+        edges = [n for n in range(1, len(states)) if states[n][2] is not states[n - 1][2]]
+        for n in _spread(edges, max(max_points // 2, 1)):
+            keep |= {n - 1, n}
+    points = []
+    for n in sorted(keep):
+        end, stored, at = states[n]
+        result = lean_replay(cid, list(messages[: end + 1]), cards, at, replay_policy)
+        points.append(
+            SizePoint(
+                turn=n + 1,
+                messages=end + 1,
+                message_id=str(messages[end].get("id")),
+                stored_chars=stored,
+                replay_chars_fold_only=result.chars_in,
+                replay_chars=result.chars_out,
+                folds=at.generation if at else 0,
+            )
+        )
+    return points
+
+
+def _spread(items: Sequence[int], count: int) -> set[int]:
+    """At most ``count`` evenly spaced items, the first and the last included."""
+    if len(items) <= count:
+        return set(items)
+    stride = (len(items) - 1) / max(count - 1, 1)
+    return {items[round(n * stride)] for n in range(count)}
+
+
+def read_events(
+    folder: str, conversation_id: str | None = None, *, limit: int = 500
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` events of the daily logs under ``folder``, oldest first; only
+    those of ``conversation_id`` when given. Lines that are not JSON objects are skipped."""
+    events: list[dict[str, Any]] = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "compaction-*.jsonl")))[::-1]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = f.readlines()
+        except OSError:
+            continue
+        day: list[dict[str, Any]] = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            if conversation_id is None or record.get("conversation_id") == conversation_id:
+                day.append(record)
+        events = day + events
+        if len(events) >= limit:
+            break
+    return events[-limit:]
 
 
 def append_event(

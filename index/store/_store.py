@@ -33,6 +33,7 @@ from ._attachments import inline_blocks
 __all__ = [
     "SCHEMA_VERSION",
     "ConversationInfo",
+    "ConversationStats",
     "FoldRecord",
     "SavedAttachment",
     "Store",
@@ -80,6 +81,11 @@ CREATE TABLE IF NOT EXISTS attachments (
     card TEXT NOT NULL,
     PRIMARY KEY (conversation_id, message_id, block)
 );
+CREATE TABLE IF NOT EXISTS snapshots (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL,
+    body TEXT NOT NULL
+);
 """
 
 
@@ -102,6 +108,17 @@ class FoldRecord:
     through_seq: int
     through_id: str
     generation: int
+
+
+@dataclass(frozen=True)
+class ConversationStats:
+    """What the store knows of a conversation without reading its messages."""
+
+    id: str
+    messages: int
+    last_seq: int
+    last_id: str | None
+    last_written: float | None  # unix time of the newest append; None in older stores
 
 
 @dataclass(frozen=True)
@@ -177,6 +194,8 @@ class Store:
             columns = {r[1] for r in self._db.execute("PRAGMA table_info(messages)")}
             if "chars" not in columns:  # stores from before the fold kept no sizes
                 self._db.execute("ALTER TABLE messages ADD COLUMN chars INTEGER")
+            if "at" not in columns:  # stores from before the viewer kept no times
+                self._db.execute("ALTER TABLE messages ADD COLUMN at REAL")
             self._db.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
                 (uuid.uuid4().hex,),
@@ -354,6 +373,7 @@ class Store:
             (conversation_id,),
         ).fetchone()
         ids: list[str] = []
+        now = time.time()
         for offset, message in enumerate(messages, start=1):
             seq = last + offset
             saved = attachments(message) if attachments is not None else []
@@ -370,8 +390,8 @@ class Store:
                     f"{conversation_id!r}; ids are never reused"
                 )
             db.execute(
-                "INSERT INTO messages(conversation_id, seq, id, role, body, chars) "
-                "VALUES (?,?,?,?,?,?)",
+                "INSERT INTO messages(conversation_id, seq, id, role, body, chars, at) "
+                "VALUES (?,?,?,?,?,?,?)",
                 (
                     conversation_id,
                     seq,
@@ -379,6 +399,7 @@ class Store:
                     message["role"],
                     encode_message(message),
                     content_chars(message),
+                    now,
                 ),
             )
             self._attach(db, conversation_id, message_id, saved)
@@ -435,6 +456,54 @@ class Store:
         if not rows and not self.exists(conversation_id):
             raise ConversationNotFoundError(_missing(conversation_id))
         return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
+
+    def messages_page(
+        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 100
+    ) -> list[StoredMessage]:
+        """Up to ``limit`` messages just before ``before_seq`` (the tail when None), in order."""
+        rows = self._read(
+            "SELECT seq, id, role, body FROM messages WHERE conversation_id=? AND seq<? "
+            "ORDER BY seq DESC LIMIT ?",
+            (conversation_id, before_seq if before_seq is not None else 2**62, limit),
+        )
+        if not rows and not self.exists(conversation_id):
+            raise ConversationNotFoundError(_missing(conversation_id))
+        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in reversed(rows)]
+
+    def stats(self) -> list[ConversationStats]:
+        """Message count, last position and last write time of every conversation.
+
+        Counts come from the primary-key index alone, so this stays fast on a store of
+        millions of messages; one row per conversation is read for its time.
+        """
+        rows = self._read(
+            "SELECT c.id, COUNT(m.seq), COALESCE(MAX(m.seq), 0) FROM conversations c "
+            "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id ORDER BY c.id"
+        )
+        return [self._stats(cid, int(count), int(last)) for cid, count, last in rows]
+
+    def stats_of(self, conversation_id: str) -> ConversationStats:
+        rows = self._read(
+            "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
+            (conversation_id,),
+        )
+        if not rows[0][0] and not self.exists(conversation_id):
+            raise ConversationNotFoundError(_missing(conversation_id))
+        return self._stats(conversation_id, int(rows[0][0]), int(rows[0][1]))
+
+    def _stats(self, cid: str, count: int, last: int) -> ConversationStats:
+        row = self._read(
+            "SELECT id, at FROM messages WHERE conversation_id=? AND seq=?", (cid, last)
+        )
+        last_id, at = row[0] if row else (None, None)
+        return ConversationStats(cid, count, last, last_id, at)
+
+    def seq_of(self, conversation_id: str, message_id: str) -> int | None:
+        rows = self._read(
+            "SELECT seq FROM messages WHERE conversation_id=? AND id=?",
+            (conversation_id, message_id),
+        )
+        return int(rows[0][0]) if rows else None
 
     def message(self, conversation_id: str, message_id: str) -> StoredMessage:
         rows = self._read(
@@ -536,6 +605,31 @@ def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             check_id(f"message {i} id", message["id"])
         prepared.append(message)
     return prepared
+
+    # prompt snapshots
+
+    def add_snapshot(self, conversation_id: str, record: Mapping[str, Any], keep: int) -> None:
+        """Record one prompt snapshot and keep only the newest ``keep`` of the home."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO snapshots(conversation_id, body) VALUES (?, ?)",
+                (conversation_id, json.dumps(record, ensure_ascii=False)),
+            )
+            db.execute(
+                "DELETE FROM snapshots WHERE n NOT IN "
+                "(SELECT n FROM snapshots ORDER BY n DESC LIMIT ?)",
+                (keep,),
+            )
+
+    def snapshots(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        """The kept prompt snapshots, oldest first."""
+        if conversation_id is None:
+            rows = self._read("SELECT body FROM snapshots ORDER BY n")
+        else:
+            rows = self._read(
+                "SELECT body FROM snapshots WHERE conversation_id=? ORDER BY n", (conversation_id,)
+            )
+        return [json.loads(body) for (body,) in rows]
 
 
 def _missing(conversation_id: str) -> str:
