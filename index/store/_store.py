@@ -592,20 +592,6 @@ class Store:
         )
         return {(mid, block): card for mid, block, card in rows}
 
-
-def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    prepared = []
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InvalidArgumentError(f"message {i} must be a dict, got {type(message).__name__}")
-        role = message.get("role")
-        if not isinstance(role, str) or not role:
-            raise InvalidArgumentError(f"message {i} needs a string 'role'")
-        if "id" in message:
-            check_id(f"message {i} id", message["id"])
-        prepared.append(message)
-    return prepared
-
     # prompt snapshots
 
     def add_snapshot(self, conversation_id: str, record: Mapping[str, Any], keep: int) -> None:
@@ -630,6 +616,20 @@ def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
                 "SELECT body FROM snapshots WHERE conversation_id=? ORDER BY n", (conversation_id,)
             )
         return [json.loads(body) for (body,) in rows]
+
+
+def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    prepared = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise InvalidArgumentError(f"message {i} must be a dict, got {type(message).__name__}")
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            raise InvalidArgumentError(f"message {i} needs a string 'role'")
+        if "id" in message:
+            check_id(f"message {i} id", message["id"])
+        prepared.append(message)
+    return prepared
 
 
 def _missing(conversation_id: str) -> str:
