@@ -627,8 +627,9 @@ class Workspace:
         """
         with open_confined(path, self.roots) as f:
             pages = self._pdf_pages(f)
-            file_id, indexed_now = self._pages.ensure(f, pages, current_progress())
-            hits = self._pages.search(file_id, query, limit)
+            file_id, indexed_now, hits = self._pages.find(
+                f, pages, query, limit, current_progress()
+            )
             return {
                 "path": f.path,
                 "query": query,

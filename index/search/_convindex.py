@@ -86,7 +86,12 @@ class MessageIndex:
         return int(state["rowid"])
 
     def catch_up(self) -> int:
-        """Index what the store holds beyond the last indexed row; returns rows added."""
+        """Index what the store holds beyond the last indexed row; returns rows added.
+
+        A damaged index is deleted and rebuilt from the store."""
+        return self.index.recover(self._catch_up, lambda: None)
+
+    def _catch_up(self) -> int:
         last = self._state()
         added = 0
         if last < 0:
@@ -130,6 +135,14 @@ class MessageIndex:
 
     def search(
         self, query_text: str, *, conversations: list[str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Ranked hits; a damaged index is rebuilt from the store and searched again."""
+        return self.index.recover(
+            lambda: self._search(query_text, conversations, limit), self._catch_up
+        )
+
+    def _search(
+        self, query_text: str, conversations: list[str] | None, limit: int
     ) -> list[dict[str, Any]]:
         query = build_query(self.index, query_text, ["text", "tool"])
         clauses = [(tantivy.Occur.Must, query)]

@@ -2,8 +2,9 @@
 
 The first search of a file extracts and indexes its pages; a manifest document, committed
 with the pages, marks the file as complete. Later searches reuse the index until the file
-changes: the fingerprint covers size, mtime, inode and hashes of the head and tail, which a
-rewrite cannot cheaply keep equal.
+changes: the fingerprint covers size, mtime, ctime, inode and hashes of the head and tail,
+which a rewrite cannot cheaply keep equal. A damaged index is deleted and the file's pages
+are extracted again (other files are re-indexed when they are next searched).
 """
 
 from __future__ import annotations
@@ -49,19 +50,40 @@ class PageIndex:
         )
 
     def indexed_pages(self, file_id: str) -> int | None:
-        """Page count of a completely indexed file, or None."""
+        """Page count of a completely indexed file, or None (also when the index was damaged:
+        it is reset and the caller extracts the pages itself)."""
+        return self.index.recover(lambda: self._indexed_pages(file_id), lambda: None)
+
+    def _indexed_pages(self, file_id: str) -> int | None:
         searcher = self.index.searcher()
         hits = searcher.search(self._scope(file_id, "manifest"), limit=1).hits
         if not hits:
             return None
         return int(searcher.doc(hits[0][1])["page"][0])
 
+    def find(
+        self, f: OpenFile, pages: int, query: str, limit: int, progress: ProgressCallback | None
+    ) -> tuple[str, bool, list[dict[str, Any]]]:
+        """Index the file unless it is, then search it: (file_id, indexed now, hits). A damaged
+        index is reset and the file indexed again."""
+
+        def attempt() -> tuple[str, bool, list[dict[str, Any]]]:
+            file_id, indexed_now = self._ensure(f, pages, progress)
+            return file_id, indexed_now, self._search(file_id, query, limit)
+
+        return self.index.recover(attempt, lambda: None)
+
     def ensure(
         self, f: OpenFile, pages: int, progress: ProgressCallback | None = None
     ) -> tuple[str, bool]:
         """Index the file's pages unless they are; returns (file_id, indexed now)."""
+        return self.index.recover(lambda: self._ensure(f, pages, progress), lambda: None)
+
+    def _ensure(
+        self, f: OpenFile, pages: int, progress: ProgressCallback | None
+    ) -> tuple[str, bool]:
         file_id = fingerprint(f)
-        if self.indexed_pages(file_id) is not None:
+        if self._indexed_pages(file_id) is not None:
             return file_id, False
         texts = extract_pages(f.path, (f.dev, f.ino), pages, progress)
         if progress is not None:
@@ -96,6 +118,9 @@ class PageIndex:
         return file_id, True
 
     def search(self, file_id: str, query_text: str, limit: int) -> list[dict[str, Any]]:
+        return self._search(file_id, query_text, limit)
+
+    def _search(self, file_id: str, query_text: str, limit: int) -> list[dict[str, Any]]:
         query = build_query(self.index, query_text, ["text"])
         scoped = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, query), (tantivy.Occur.Must, self._scope(file_id, "page"))]
@@ -108,6 +133,10 @@ class PageIndex:
         ]
 
     def page_texts(self, file_id: str, first: int, last: int) -> dict[int, str]:
+        """Indexed text of pages ``first``..``last``; {} if the index was damaged (reset)."""
+        return self.index.recover(lambda: self._page_texts(file_id, first, last), lambda: None)
+
+    def _page_texts(self, file_id: str, first: int, last: int) -> dict[int, str]:
         query = tantivy.Query.boolean_query(
             [
                 (tantivy.Occur.Must, self._scope(file_id, "page")),

@@ -8,6 +8,9 @@ one process at a time, never trusted blindly.
   tantivy writer shared by threads drops documents ("Already borrowed").
 - Commits are explicit; a failed batch is rolled back, never half-committed. Searchers are
   reloaded after each commit so a process reads its own writes.
+- Damage found later (random bytes in a segment make tantivy raise ``ValueError`` or panic:
+  pyo3's ``PanicException`` is a ``BaseException``) never escapes a tool call: `recover`
+  deletes the index, lets its owner derive it again and retries once.
 """
 
 from __future__ import annotations
@@ -19,19 +22,40 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import tantivy
 
-from .._errors import BusyError, InvalidArgumentError
+from .._errors import BusyError, InvalidArgumentError, StoreError, WorkspaceError
 from .._locks import file_lock
 
-__all__ = ["WRITER_WAIT_S", "DerivedIndex", "build_query", "search_with_snippets", "snippet_text"]
+__all__ = [
+    "WRITER_WAIT_S",
+    "DerivedIndex",
+    "build_query",
+    "is_index_failure",
+    "search_with_snippets",
+    "snippet_text",
+]
 
 WRITER_WAIT_S = 30.0
 WRITER_HEAP = 64_000_000
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
+
+T = TypeVar("T")
+
+
+def is_index_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` from a tantivy call means the index on disk is unusable: tantivy's
+    I/O and format errors (``ValueError``, ``OSError``) or a Rust panic (``PanicException``,
+    which pyo3 derives from ``BaseException`` and exports from no importable module)."""
+    if isinstance(exc, WorkspaceError):
+        return False  # ours: bad arguments, a busy writer
+    if isinstance(exc, (ValueError, OSError)):
+        return True
+    return type(exc).__name__ == "PanicException" and type(exc).__module__ == "pyo3_runtime"
+
 
 _RESERVED = re.compile(r"[+\-&|!(){}\[\]^~*?:\\/<>=]")
 _OPERATORS = {"AND", "OR", "NOT", "IN"}
@@ -57,13 +81,46 @@ class DerivedIndex:
                 index = tantivy.Index(schema, path=self.directory, reuse=True)
                 index.searcher()  # fails on corrupt segment metadata
                 return index
-            except (ValueError, OSError):
+            except BaseException as exc:
+                if not is_index_failure(exc):  # a damaged segment can panic right here
+                    raise
                 with self._writer_lock():
                     shutil.rmtree(self.directory, ignore_errors=True)
         # A new index: whoever derives it must add everything again.
         self.rebuilt = True
         os.makedirs(self.directory, exist_ok=True)
         return tantivy.Index(schema, path=self.directory, reuse=True)
+
+    def reset(self) -> None:
+        """Delete the index and start an empty one; the owner derives it again."""
+        with self._thread_lock, self._writer_lock():
+            shutil.rmtree(self.directory, ignore_errors=True)
+            os.makedirs(self.directory, exist_ok=True)
+            self.index = tantivy.Index(self._build_schema(), path=self.directory, reuse=True)
+            self.rebuilt = True
+
+    def recover(self, attempt: Callable[[], T], rebuild: Callable[[], object]) -> T:
+        """``attempt()``; if the index proves damaged, `reset`, ``rebuild()`` and retry once.
+
+        Raises:
+            StoreError: the index failed again right after a rebuild.
+        """
+        try:
+            return attempt()
+        except BaseException as exc:
+            if not is_index_failure(exc):
+                raise
+        self.reset()
+        try:
+            rebuild()
+            return attempt()
+        except BaseException as exc:
+            if not is_index_failure(exc):
+                raise
+            raise StoreError(
+                f"the search index {self.directory} failed again right after a rebuild "
+                f"({type(exc).__name__}); check the disk, or delete the folder and retry"
+            ) from None
 
     @property
     def schema(self) -> Any:
