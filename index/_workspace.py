@@ -627,9 +627,7 @@ class Workspace:
         """
         with open_confined(path, self.roots) as f:
             pages = self._pdf_pages(f)
-            file_id, indexed_now, hits = self._pages.find(
-                f, pages, query, limit, current_progress()
-            )
+            _, indexed_now, hits = self._pages.find(f, pages, query, limit, current_progress())
             return {
                 "path": f.path,
                 "query": query,
