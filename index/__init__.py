@@ -5,7 +5,8 @@
     >>> mid = ws.append("c1", {"role": "user", "content": "Why did the build fail?"})
     >>> ws.replay("c1").messages            # cards, fold summary, placeholders applied
     >>> ws.call("file_read", {"path": "build.log", "start_line": 120})
-    >>> ws.conversation_read("c1", mid)     # the original, byte-exact
+    >>> ws.conversation_read("c1", mid)     # the original, a page of 40,000 chars at a time
+    >>> ws.messages("c1")                   # the stored originals, byte-exact
 
 `Workspace` is the facade. Every model-facing tool is one typed method (``TOOL_NAMES``);
 `tool_schemas` exports them for function calling. Errors derive from `WorkspaceError`.

@@ -49,6 +49,7 @@ from .store._lifecycle import (
     read_events,
     size_series,
 )
+from .store._pages import MAX_READ_CHARS, page, readable
 from .store._store import ConversationInfo, SavedAttachment, Store, check_id
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
@@ -483,36 +484,85 @@ class Workspace:
                 description="The tool call whose result to return, when the message holds several."
             ),
         ] = None,
+        offset: Annotated[
+            int, Field(ge=0, description="Where to start in the original text (a `next` call).")
+        ] = 0,
+        max_chars: Annotated[
+            int,
+            Field(
+                ge=2_000,
+                le=MAX_READ_CHARS,
+                description=f"Longest answer to return; at most {MAX_READ_CHARS:,}.",
+            ),
+        ] = MAX_READ_CHARS,
     ) -> dict[str, Any]:
-        """Return a stored message, or one tool result of it, byte-exact, as a placeholder names it.
+        """Return the original of a stored message or tool result, as a placeholder names it,
+        a page of at most 40,000 chars at a time (with the `next` call), images as images.
 
-        Returns ``conversation_id``, ``message_id``, ``role``, ``content`` and ``message``
-        (the whole original); with ``tool_call_id``, ``content`` is that result's content.
+        ``content`` is a page of the original text: a string content verbatim, structured
+        content as its JSON (with each image replaced by a marker and returned in ``images`` as
+        a ready-to-send image part, and other inline files by their card). Concatenating the
+        pages gives the text back exactly; ``format`` says which (``text`` or ``json``).
+        Without ``tool_call_id``, a message that holds one tool result gives that result.
+        The byte-exact stored message is `Workspace.messages`.
+
+        Raises:
+            ConversationNotFoundError: unknown conversation, message or tool call id.
+            InvalidArgumentError: ``offset`` past the end of the text.
         """
         cid = self._visible(conversation_id)
         mid = check_id("message_id", message_id)
-        stored = self.store.message(cid, mid)
-        message = stored.message()
-        out: dict[str, Any] = {
+        message = self.store.message(cid, mid).message()
+        slots = result_slots(message)
+        head: dict[str, Any] = {
             "conversation_id": cid,
             "message_id": mid,
             "role": message.get("role"),
-            "content": message.get("content"),
-            "message": message,
         }
+        value: Any
         if tool_call_id is not None:
             check_id("tool_call_id", tool_call_id)
-            slots = [s for s in result_slots(message) if s.tool_call_id == tool_call_id]
-            if not slots:
-                known = [s.tool_call_id for s in result_slots(message)]
+            chosen = [s for s in slots if s.tool_call_id == tool_call_id]
+            if not chosen:
+                known = [s.tool_call_id for s in slots]
                 raise ConversationNotFoundError(
                     f"message {mid!r} holds no result for tool call {tool_call_id!r}"
                     + (f"; it holds {', '.join(map(repr, known))}" if known else "")
                 )
-            out["tool_call_id"] = tool_call_id
-            out["content"] = slots[0].content
-            out["is_error"] = slots[0].is_error
-        return out
+            slots = chosen
+        if tool_call_id is not None or len(slots) == 1:
+            head["tool_call_id"] = slots[0].tool_call_id
+            head["is_error"] = slots[0].is_error
+            value = slots[0].content
+        elif isinstance(message.get("content"), str) and not message.get("tool_calls"):
+            value = message["content"]
+        else:
+            value = {k: v for k, v in message.items() if k != "id"}
+        unit = readable(value, self.attachments_dir)
+        if offset > len(unit.text):
+            raise InvalidArgumentError(
+                f"offset {offset} is past the end: the original text has {len(unit.text):,} "
+                "chars; start again at offset 0"
+            )
+
+        def envelope(content: str, next_offset: int | None) -> dict[str, Any]:
+            nxt = None
+            if next_offset is not None:
+                args = [("conversation_id", cid), ("message_id", mid)]
+                if "tool_call_id" in head:
+                    args.append(("tool_call_id", head["tool_call_id"]))
+                call = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args)
+                nxt = f"conversation_read({call}, offset={next_offset})"
+            return {
+                **head,
+                "format": unit.format,
+                "offset": offset,
+                "total_chars": len(unit.text),
+                "content": content,
+                "next": nxt,
+            }
+
+        return page(unit, offset, max_chars, envelope)
 
     def file_read(
         self,

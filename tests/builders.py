@@ -4,6 +4,7 @@ conversations (parallel calls, errors, images, meta users, thinking blocks)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import strategies as st
@@ -125,3 +126,38 @@ def conversations(draw: st.DrawFn, shape: str | None = None) -> list[dict[str, A
                 )
         messages.append(assistant("answer " + draw(_texts)))
     return with_ids(messages)
+
+
+def read_whole(
+    ws: Any, conversation_id: str, message_id: str, tool_call_id: str | None = None, **args: Any
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Every page of a conversation_read, and the original they spell (images put back)."""
+    pages: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        arguments = {"conversation_id": conversation_id, "message_id": message_id, **args}
+        if tool_call_id is not None:
+            arguments["tool_call_id"] = tool_call_id
+        answer = ws.call("conversation_read", {**arguments, "offset": offset})
+        pages.append(answer)
+        offset += len(answer["content"])
+        if answer["next"] is None:
+            break
+        assert answer["next"].endswith(f"offset={offset})"), answer["next"]
+    text = "".join(p["content"] for p in pages)
+    if pages[0]["format"] == "text":
+        return text, pages
+    images = [part for p in pages for part in p["images"]]
+
+    def put_back(node: Any) -> Any:
+        if isinstance(node, list):
+            return [put_back(x) for x in node]
+        if isinstance(node, dict):
+            return {k: put_back(v) for k, v in node.items()}
+        if isinstance(node, str):
+            for match in re.finditer(r"<image (\d+): returned as image content>", node):
+                data = images[int(match.group(1)) - 1]["source"]["data"]
+                node = node.replace(match.group(0), data, 1)
+        return node
+
+    return put_back(json.loads(text)), pages

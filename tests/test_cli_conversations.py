@@ -33,7 +33,7 @@ def test_ingest_replay_and_call_round_trip(tmp_path: Path) -> None:
     assert code == 0
     read = json.loads(out)
     original = json.loads((SAMPLES / "conversation.jsonl").read_text().splitlines()[2])
-    assert read["content"] == original["content"]
+    assert read["content"] == original["content"][0]["content"]
 
 
 def test_replay_text_mode_shows_transcript_and_stats(tmp_path: Path) -> None:

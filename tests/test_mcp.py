@@ -110,7 +110,9 @@ def check(out: dict[str, Any]) -> None:
     assert image.mime_type == "image/png"
     assert base64.b64decode(image.data).startswith(b"\x89PNG")
     original = json.loads((SAMPLES / "conversation.jsonl").read_text().splitlines()[2])
-    assert json.loads(text_of(out["conversation_read"]))["content"] == original["content"]
+    read = json.loads(text_of(out["conversation_read"]))
+    assert read["content"] == original["content"][0]["content"]
+    assert (read["format"], read["next"]) == ("text", None)
     assert json.loads(text_of(out["conversation_search"]))["hits"]
     assert out["progress"], "first pdf_search sent no progress notifications"
     assert out["progress"][-1][0] == out["progress"][-1][1]

@@ -484,8 +484,9 @@ def demo() -> None:
         arguments = {k: json.loads(v) for k, v in ids.items()}
         read = ws.call("conversation_read", arguments)
         original = next(m for m in ws.messages(cid) if m["id"] == arguments["message_id"])
-        same = read["content"] == original["content"]
-        size = sum(s.chars() for s in result_slots(original))
+        (slot,) = result_slots(original)
+        same = read["content"] == slot.content and read["next"] is None
+        size = slot.chars()
         click.echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
 
         click.echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")

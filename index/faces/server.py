@@ -62,6 +62,18 @@ def _content(name: str, result: Any) -> list[TextContent | ImageContent]:
             ImageContent(type="image", data=result["data"], mime_type=result["mime"]),
             TextContent(type="text", text=json.dumps(meta, ensure_ascii=False)),
         ]
+    if isinstance(result, dict) and result.get("images"):
+        images = [
+            ImageContent(
+                type="image",
+                data=part["source"]["data"],
+                mime_type=part["source"]["media_type"],
+            )
+            for part in result["images"]
+        ]
+        # The markers in `content` name the images in the order the image blocks follow.
+        shown = {k: v for k, v in result.items() if k != "images"}
+        return [TextContent(type="text", text=json.dumps(shown, ensure_ascii=False)), *images]
     return [TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
 
 

@@ -1,7 +1,7 @@
 """Inline attachments: base64 images, documents and data URLs in stored user messages are
 saved once under the home by content hash, and replay shows their card instead.
 
-The stored message is never changed, so `conversation_read` still returns it byte-exact;
+The stored message is never changed, so `Workspace.messages` still returns it byte-exact;
 only the replay swaps each inline block for a one-line text block with the card, which
 names the tool (image_view, pdf_read, file_read ...) that reads the saved file.
 """

@@ -79,7 +79,20 @@ def test_replay_shows_cards_and_the_original_stays_exact(tmp_path: Path, build: 
         assert "64x48" in png_card
         assert "read with: image_view" in png_card
         assert B64_PDF not in json.dumps(ws.replay("c").messages)
-        assert ws.conversation_read("c", mid)["message"] == {**message, "id": mid}
+        assert ws.messages("c")[0] == {**message, "id": mid}
+        # conversation_read: no base64 in its text; the image as an image part, the PDF as
+        # its card (the byte-exact original is ws.messages above).
+        read = ws.conversation_read("c", mid)
+        assert B64_PDF not in read["content"]
+        assert B64_PNG not in read["content"]
+        assert "<image 1: returned as image content>" in read["content"]
+        assert "inline file saved as an attachment" in read["content"]
+        assert "pages=12" in read["content"]
+        (image,) = read["images"]
+        assert image == {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": B64_PNG},
+        }
         assert check_pairing(ws.replay("c").messages) == []
         pdf_path = card_path(pdf_card)
         assert Path(pdf_path).read_bytes() == PDF

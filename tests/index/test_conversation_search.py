@@ -31,7 +31,7 @@ def test_hits_are_ranked_with_snippets_and_read_calls(ws: Workspace) -> None:
     top = result["hits"][0]
     assert "**quota**" in top["snippet"]
     cid, mid, _ = parse_call(top["read"])
-    assert ws.conversation_read(cid, mid)["message"]["id"] == top["message_id"]
+    assert ws.conversation_read(cid, mid)["message_id"] == top["message_id"]
 
 
 def test_tool_results_and_names_are_searchable(ws: Workspace) -> None:

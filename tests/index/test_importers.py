@@ -17,6 +17,7 @@ from placeholders import (
     is_placeholder,
     result_slots,
 )
+from tests.builders import read_whole
 from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files, transcript_id
 from tests.placeholders.test_replay import parse_call
 
@@ -61,16 +62,14 @@ def test_real_transcript_imports_replays_and_round_trips(
                         if not text:
                             text = slot.content[0]["text"]
                         conv, mid, call = parse_call(text)
-                        original = stored[mid]
                         (match,) = [
-                            s for s in result_slots(original) if s.tool_call_id == slot.tool_call_id
+                            s
+                            for s in result_slots(stored[mid])
+                            if s.tool_call_id == slot.tool_call_id
                         ]
-                        read = ws.conversation_read(conv, mid, call)
-                        if call is None:
-                            assert len(result_slots(original)) == 1
-                            assert read["content"] == original["content"]
-                        else:
-                            assert read["content"] == match.content
+                        whole, pages = read_whole(ws, conv, mid, call)
+                        assert whole == match.content
+                        assert all(len(json.dumps(p, ensure_ascii=False)) <= 40_000 for p in pages)
                         checked += 1
                 assert checked == result.placeholders
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 
 from index import ConversationNotFoundError, InvalidArgumentError, Workspace
 from placeholders import check_pairing, result_slots
-from tests.builders import an_call, an_results, conversations, user
+from tests.builders import an_call, an_results, conversations, read_whole, user
 from tests.placeholders.test_replay import parse_call
 
 TRICKY_TEXTS = [
@@ -54,9 +54,9 @@ def test_messages_round_trip_exactly(tmp_path: Path, text: str) -> None:
         assert json.dumps(stored, ensure_ascii=False) == json.dumps(
             {**nested, "id": mid}, ensure_ascii=False
         )
-        read = ws.conversation_read("c", mid)
-        assert read["content"] == nested["content"]
-        assert read["message"] == stored
+        # The one tool result the message holds, read back through pages.
+        whole, _ = read_whole(ws, "c", mid)
+        assert whole == nested["content"][1]["content"]
     with Workspace(tmp_path) as again:  # survives reopening
         assert again.messages("c")[0]["content"] == nested["content"]
 
@@ -122,9 +122,13 @@ def test_conversation_read_of_one_result_among_several(tmp_path: Path) -> None:
             "c", an_results(("a", "alpha", False), ("b", [{"type": "text", "text": "beta"}], True))
         )
         read = ws.conversation_read("c", mid, tool_call_id="b")
-        assert read["content"] == [{"type": "text", "text": "beta"}]
+        assert read["format"] == "json"
+        assert json.loads(read["content"]) == [{"type": "text", "text": "beta"}]
         assert read["is_error"] is True
         assert read["tool_call_id"] == "b"
+        assert read["next"] is None
+        alpha = ws.conversation_read("c", mid, tool_call_id="a")
+        assert (alpha["format"], alpha["content"]) == ("text", "alpha")
 
 
 @settings(max_examples=40, deadline=None)
@@ -148,13 +152,14 @@ def test_every_placeholder_round_trips_through_conversation_read(
                     else slot_new.content[0]["text"]
                 )
                 cid, mid, call = parse_call(text)
-                read = ws.call(
-                    "conversation_read",
-                    {"conversation_id": cid, "message_id": mid, "tool_call_id": call},
+                whole, _ = read_whole(ws, cid, mid, call)
+                original = (
+                    slot_old.content
+                    if call is not None or len(result_slots(old)) == 1
+                    else old["content"]
                 )
-                original = slot_old.content if call is not None else old["content"]
-                assert read["content"] == original
-                assert json.dumps(read["content"], ensure_ascii=False) == json.dumps(
+                assert whole == original
+                assert json.dumps(whole, ensure_ascii=False) == json.dumps(
                     original, ensure_ascii=False
                 )
                 seen += 1
