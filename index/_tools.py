@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from ._workspace import Workspace
 
 __all__ = [
+    "META_TOOLS",
     "TOOL_NAMES",
     "ToolSpec",
     "call_tool",
+    "current_conversation",
     "current_progress",
     "tool_schemas",
     "tool_spec",
@@ -39,18 +41,32 @@ __all__ = [
 _progress: ContextVar[ProgressCallback | None] = ContextVar("leanreplay_progress", default=None)
 
 
+# The conversation a tool call serves (whose tools list `tool_activate` extends), likewise.
+_conversation: ContextVar[str | None] = ContextVar("leanreplay_conversation", default=None)
+
+
 def current_progress() -> ProgressCallback | None:
     """The progress hook given to the `call_tool` running in this context, if any."""
     return _progress.get()
 
 
+def current_conversation() -> str | None:
+    """The conversation given to the `call_tool` running in this context, if any."""
+    return _conversation.get()
+
+
 @contextmanager
-def reporting_progress(progress: ProgressCallback | None) -> Iterator[None]:
-    """Run the enclosed tool work with ``progress`` as its progress hook."""
+def reporting_progress(
+    progress: ProgressCallback | None, conversation_id: str | None = None
+) -> Iterator[None]:
+    """Run the enclosed tool work with ``progress`` as its progress hook, for
+    ``conversation_id``."""
     token = _progress.set(progress)
+    conversation = _conversation.set(conversation_id)
     try:
         yield
     finally:
+        _conversation.reset(conversation)
         _progress.reset(token)
 
 
@@ -66,7 +82,11 @@ TOOL_NAMES = (
     "table_query",
     "conversation_read",
     "conversation_search",
+    "tool_search",
+    "tool_activate",
 )
+# The capability index's own tools: always in the request, never in the index.
+META_TOOLS = frozenset({"tool_search", "tool_activate"})
 
 
 @dataclass(frozen=True)
@@ -169,6 +189,7 @@ def call_tool(
     arguments: object,
     *,
     progress: ProgressCallback | None = None,
+    conversation_id: str | None = None,
 ) -> Any:
     """Validate ``arguments`` and run the tool on ``workspace``: the one path of a tool call
     by name, for the CLI ``call`` command and the MCP server alike.
@@ -176,10 +197,12 @@ def call_tool(
     Args:
         progress: called as ``progress(done, total, message)`` while a long call works (the
             first `pdf_search` of a file); tools read it with `current_progress`.
+        conversation_id: the conversation the call serves; `tool_activate` reads it with
+            `current_conversation` to extend that conversation's tools list.
 
     Raises:
         InvalidArgumentError: an unknown tool, or arguments that do not fit its signature.
     """
     values = validate_arguments(name, arguments)
-    with reporting_progress(progress):
+    with reporting_progress(progress, conversation_id):
         return getattr(workspace, name)(**values)

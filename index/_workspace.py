@@ -35,9 +35,11 @@ from ._errors import (
     StoreError,
     WrongFileTypeError,
 )
-from ._tools import call_tool, current_progress
+from ._tools import META_TOOLS, call_tool, current_conversation, current_progress, tool_schemas
+from .search._capabilities import CapabilityIndex
 from .search._convindex import MessageIndex
 from .search._pdfindex import PageIndex
+from .store._activations import Activations
 from .store._attachments import inline_blocks, save_inline
 from .store._importers import load
 from .store._lifecycle import (
@@ -137,6 +139,8 @@ class Workspace:
         self.store = Store(self.home)
         self._page_index: PageIndex | None = None
         self._message_index: MessageIndex | None = None
+        self._capabilities: CapabilityIndex | None = None
+        self._activations = Activations(os.path.join(self.home, "activations"))
 
     def close(self) -> None:
         self.store.close()
@@ -466,11 +470,17 @@ class Workspace:
     # tools
 
     def call(
-        self, tool: str, arguments: Mapping[str, Any], *, progress: ProgressCallback | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        progress: ProgressCallback | None = None,
+        conversation_id: str | None = None,
     ) -> Any:
         """Run a model-facing tool by name with JSON arguments, validated against its
-        signature (what the CLI ``call`` command and the MCP server do)."""
-        return call_tool(self, tool, arguments, progress=progress)
+        signature (what the CLI ``call`` command and the MCP server do). ``conversation_id``
+        tells `tool_activate` whose tools list to extend."""
+        return call_tool(self, tool, arguments, progress=progress, conversation_id=conversation_id)
 
     def conversation_read(
         self,
@@ -866,6 +876,64 @@ class Workspace:
                     return query_table(TableFile(text, table.format, table.delimiter), sql)
             return query_table(table, sql)
 
+    # the capability index: a lean start for many tools
+
+    @property
+    def capabilities(self) -> CapabilityIndex:
+        """Every tool this workspace can hand out: its own, then those of `register_tools`."""
+        if self._capabilities is None:
+            own = [t for t in tool_schemas("mcp") if t["name"] not in META_TOOLS]
+            self._capabilities = CapabilityIndex(own, server="leanreplay")
+        return self._capabilities
+
+    def register_tools(self, server: str, tools: Iterable[object]) -> list[str]:
+        """Add another server's tool definitions (MCP, OpenAI or Anthropic form, or SDK
+        objects) to the capability index; returns the names they are exposed under."""
+        return self.capabilities.add(tools, server=server)
+
+    def request_tools(self, conversation_id: str | None = None, format: str = "mcp") -> list[Any]:
+        """The tools list for the next request: `tool_search`, `tool_activate`, then every
+        tool the conversation has activated, in activation order."""
+        meta = [t for t in tool_schemas(format) if _schema_name(t) in META_TOOLS]
+        active = [n for n in self._activations.get(conversation_id) if n in self.capabilities]
+        return meta + self.capabilities.schemas(active, format)
+
+    def tool_search(
+        self,
+        query: WordsQuery,
+        limit: Annotated[int, Field(ge=1, le=20, description="Most tools to return.")] = 5,
+    ) -> dict[str, Any]:
+        """Find tools by what they do; returns names and summaries to pass to tool_activate."""
+        hits = self.capabilities.search(query, limit)
+        return {"query": query, "tools": hits}
+
+    def tool_activate(
+        self,
+        names: Annotated[
+            list[str],
+            Field(
+                min_length=1,
+                max_length=20,
+                description="Exact tool names, as tool_search or the tool index shows them.",
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Make tools callable from the next request on; returns their full schemas."""
+        for name in names:
+            self.capabilities.get(name)  # an unknown name fails before anything is kept
+        conversation_id = current_conversation()
+        if conversation_id is not None:
+            conversation_id = check_id("conversation_id", conversation_id)
+        try:
+            new, old = self._activations.add(conversation_id, names)
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+        return {
+            "activated": new,
+            "already_active": old,
+            "tools": self.capabilities.schemas(new, "mcp"),
+        }
+
 
 class _Attachments:
     """Saves the inline attachments of messages under the home, once per message object."""
@@ -891,3 +959,8 @@ class _Attachments:
                 out.append((block, *saved))
         self._done[id(message)] = (message, out)
         return out
+
+
+def _schema_name(schema: Mapping[str, Any]) -> str:
+    function = schema.get("function")
+    return str(function["name"] if isinstance(function, Mapping) else schema["name"])

@@ -73,6 +73,8 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
         "table_query": {"path": "sales.xlsx", "sql": "SELECT count(*) AS n FROM t"},
         "conversation_read": {"conversation_id": "conversation", "message_id": "m3"},
         "conversation_search": {"query": "quota"},
+        "tool_search": {"query": "read numbered lines of a text file"},
+        "tool_activate": {"names": ["file_read"]},
     }
     for name, args in calls.items():
         kwargs = {"progress_callback": on_progress} if name == "pdf_search" else {}
@@ -114,6 +116,8 @@ def check(out: dict[str, Any]) -> None:
     assert read["content"] == original["content"][0]["content"]
     assert (read["format"], read["next"]) == ("text", None)
     assert json.loads(text_of(out["conversation_search"]))["hits"]
+    assert json.loads(text_of(out["tool_search"]))["tools"][0]["name"] == "file_read"
+    assert json.loads(text_of(out["tool_activate"]))["tools"][0]["name"] == "file_read"
     assert out["progress"], "first pdf_search sent no progress notifications"
     assert out["progress"][-1][0] == out["progress"][-1][1]
     assert out["outside"].is_error

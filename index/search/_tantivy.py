@@ -34,6 +34,7 @@ __all__ = [
     "DerivedIndex",
     "build_query",
     "is_index_failure",
+    "query_text",
     "search_with_snippets",
     "snippet_text",
 ]
@@ -173,8 +174,8 @@ class DerivedIndex:
         return tantivy.Document.from_dict(values, self.schema)
 
 
-def build_query(index: DerivedIndex, text: object, fields: list[str]) -> Any:
-    """A query from a model's free text: words and balanced "phrases" only.
+def query_text(text: object) -> str:
+    """A model's free text as safe query syntax: words and balanced "phrases" only.
 
     Field syntax, boolean operators and other query-language characters are treated as
     plain text, so hostile input such as ``foo:bar``, ``"unbalanced`` or ``a AND`` searches
@@ -197,7 +198,12 @@ def build_query(index: DerivedIndex, text: object, fields: list[str]) -> Any:
     parts = [p for p in parts if p.strip('" ')]
     if not parts:
         raise InvalidArgumentError(f"query {text!r} has no searchable words; use plain words")
-    query, _errors = index.index.parse_query_lenient(" ".join(parts), default_field_names=fields)
+    return " ".join(parts)
+
+
+def build_query(index: DerivedIndex, text: object, fields: list[str]) -> Any:
+    """A query over ``fields`` from a model's free text (see `query_text`)."""
+    query, _errors = index.index.parse_query_lenient(query_text(text), default_field_names=fields)
     return query
 
 

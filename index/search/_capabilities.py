@@ -1,0 +1,301 @@
+"""The capability index: one line per tool in the prompt, full schemas only on request.
+
+A request that carries every tool schema of every connected server pays for all of them on
+every call. `CapabilityIndex` keeps the definitions (MCP, OpenAI or Anthropic form, ours and
+other servers'), renders a compact one-line-per-tool index for the prompt, finds tools by
+what they do (BM25 through an in-memory Tantivy index), and hands back the full schema of
+the tools a model activates, in the provider's form.
+
+The rendered index only ever grows at its end: a tool that arrives later is appended, and a
+name that collides with an earlier one is prefixed with its server, so the lines (and the
+provider's prompt cache over them) never move.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import tantivy
+
+from .._errors import InvalidArgumentError
+from ._tantivy import query_text
+
+__all__ = ["FORMATS", "Capability", "CapabilityIndex", "summary_line", "tool_words"]
+
+FORMATS = ("mcp", "openai", "anthropic")
+SUMMARY_CHARS = 90  # a rendered line stays readable and short
+MAX_TOOLS = 10_000  # a hostile upstream cannot grow the index without bound
+MAX_NAME_CHARS = 64  # the longest name every provider accepts (Anthropic: 64)
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SERVER_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Field weights: a word in the name says more about the tool than one in a parameter.
+_BOOSTS = {"name": 3.0, "summary": 1.5, "description": 1.0, "params": 0.6, "server": 1.0}
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One tool as the index knows it: its exposed name and its full definition."""
+
+    name: str
+    server: str
+    original_name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    annotations: Mapping[str, Any] | None = None
+
+    def schema(self, format: str = "mcp") -> dict[str, Any]:
+        """The tool's definition in ``format`` (``mcp``, ``openai`` or ``anthropic``)."""
+        schema = json.loads(json.dumps(self.input_schema))  # detached: callers may edit it
+        if format == "mcp":
+            out: dict[str, Any] = {
+                "name": self.name,
+                "description": self.description,
+                "inputSchema": schema,
+            }
+            if self.annotations:
+                out["annotations"] = dict(self.annotations)
+            return out
+        if format == "openai":
+            return {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": schema,
+                },
+            }
+        if format == "anthropic":
+            return {"name": self.name, "description": self.description, "input_schema": schema}
+        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+
+
+def tool_words(name: str) -> str:
+    """``browser_takeScreenshot`` -> ``browser take screenshot`` (and the name itself)."""
+    parts = [p for p in re.split(r"[_\-.\s]+", _CAMEL.sub(" ", name)) if p]
+    return " ".join([name, *(p.lower() for p in " ".join(parts).split())])
+
+
+def summary_line(description: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first sentence of ``description`` on one line, cut at a word boundary."""
+    text = " ".join(description.split())
+    match = re.search(r"(?<=[.!?])\s", text)
+    if match:
+        text = text[: match.start()]
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def _definition(tool: object) -> Mapping[str, Any]:
+    """A tool definition as a mapping; SDK objects (anything with ``model_dump``) too."""
+    dump = getattr(tool, "model_dump", None)
+    if callable(dump):
+        tool = dump(by_alias=True, exclude_none=True, mode="json")
+    if not isinstance(tool, Mapping):
+        raise InvalidArgumentError(
+            f"a tool definition must be an object, got {type(tool).__name__}"
+        )
+    return tool
+
+
+def _parse(tool: object) -> tuple[str, str, Mapping[str, Any], Mapping[str, Any] | None]:
+    """(name, description, input schema, annotations) from any of the three forms."""
+    d = _definition(tool)
+    if d.get("type") == "function" and isinstance(d.get("function"), Mapping):
+        fn = d["function"]
+        name, description, schema = fn.get("name"), fn.get("description"), fn.get("parameters")
+    elif "input_schema" in d:
+        name, description, schema = d.get("name"), d.get("description"), d.get("input_schema")
+    elif "inputSchema" in d:
+        name, description, schema = d.get("name"), d.get("description"), d.get("inputSchema")
+    else:
+        raise InvalidArgumentError(
+            "a tool definition needs MCP `inputSchema`, Anthropic `input_schema` or OpenAI "
+            f"`function.parameters`; got keys {sorted(d)[:8]}"
+        )
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidArgumentError(
+            f"tool name {name!r} is not 1-64 letters, digits, '_', '-' or '.'"
+        )
+    if schema is None:
+        schema = {"type": "object", "properties": {}}
+    if not isinstance(schema, Mapping):
+        raise InvalidArgumentError(f"tool {name}: the input schema must be an object")
+    annotations = d.get("annotations")
+    return (
+        name,
+        description if isinstance(description, str) else "",
+        schema,
+        annotations if isinstance(annotations, Mapping) else None,
+    )
+
+
+def _param_text(schema: Mapping[str, Any]) -> str:
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return ""
+    parts = []
+    for key, value in props.items():
+        parts.append(tool_words(str(key)))
+        if isinstance(value, Mapping) and isinstance(value.get("description"), str):
+            parts.append(value["description"])
+    return " ".join(parts)
+
+
+def _schema() -> Any:
+    sb = tantivy.SchemaBuilder()
+    sb.add_unsigned_field("pos", stored=True, indexed=True)
+    for name in _BOOSTS:
+        sb.add_text_field(name, stored=False, tokenizer_name="en_stem")
+    return sb.build()
+
+
+@dataclass
+class CapabilityIndex:
+    """Tool definitions from any number of servers, searchable and renderable.
+
+    Args:
+        tools: definitions in MCP, OpenAI or Anthropic form (dicts or SDK objects).
+        server: the server these ``tools`` belong to.
+
+    More servers join with `add`. Names stay unique: a tool whose name is taken is exposed
+    as ``<server>_<name>``.
+    """
+
+    tools: Iterable[object] = ()
+    server: str = "leanreplay"
+    _items: list[Capability] = field(default_factory=list, init=False, repr=False)
+    _by_name: dict[str, Capability] = field(default_factory=dict, init=False, repr=False)
+    _index: Any = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.add(self.tools, server=self.server)
+        self.tools = ()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    @property
+    def capabilities(self) -> list[Capability]:
+        """Every tool, in the order the index renders them."""
+        return list(self._items)
+
+    def add(self, tools: Iterable[object], *, server: str) -> list[str]:
+        """Append ``server``'s tools (sorted by name, so the order never depends on how a
+        server lists them); returns the exposed names. A tool already known under the same
+        server and name is kept as it was."""
+        server_name = _SERVER_CHARS.sub("-", server).strip("-")
+        if not server_name:
+            raise InvalidArgumentError(f"server name {server!r} has no letters or digits")
+        parsed = sorted((_parse(t) for t in tools), key=lambda p: p[0])
+        exposed = []
+        with self._lock:
+            known = {(c.server, c.original_name): c.name for c in self._items}
+            for name, description, schema, annotations in parsed:
+                if (server_name, name) in known:
+                    exposed.append(known[(server_name, name)])
+                    continue
+                if len(self._items) >= MAX_TOOLS:
+                    raise InvalidArgumentError(
+                        f"the capability index holds at most {MAX_TOOLS} tools"
+                    )
+                unique = name
+                if unique in self._by_name:
+                    unique = f"{server_name}_{name}"[:MAX_NAME_CHARS]
+                    n = 2
+                    while unique in self._by_name:
+                        unique = f"{server_name}_{name}"[: MAX_NAME_CHARS - 3] + f"_{n}"
+                        n += 1
+                cap = Capability(unique, server_name, name, description, schema, annotations)
+                self._items.append(cap)
+                self._by_name[unique] = cap
+                known[(server_name, name)] = unique
+                exposed.append(unique)
+            self._index = None  # rebuilt on the next search
+        return exposed
+
+    def get(self, name: str) -> Capability:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"no tool named {name!r}; find one with tool_search, then activate it by the "
+                "exact name it shows"
+            ) from None
+
+    def render(self) -> str:
+        """One line per tool, grouped by server in arrival order; only ever grows at the end."""
+        lines: list[str] = []
+        current = None
+        for cap in self._items:
+            if cap.server != current:
+                lines.append(f"[{cap.server}]")
+                current = cap.server
+            summary = summary_line(cap.description)
+            lines.append(f"{cap.name}: {summary}" if summary else cap.name)
+        return "\n".join(lines)
+
+    def _searcher(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._index is None:
+                schema = _schema()
+                index = tantivy.Index(schema)
+                writer = index.writer(heap_size=15_000_000, num_threads=1)
+                for pos, cap in enumerate(self._items):
+                    values = {
+                        "pos": pos,
+                        "name": tool_words(cap.original_name),
+                        "server": tool_words(cap.server),
+                        "summary": summary_line(cap.description),
+                        "description": cap.description,
+                        "params": _param_text(cap.input_schema),
+                    }
+                    writer.add_document(tantivy.Document.from_dict(values, schema))
+                writer.commit()
+                writer.wait_merging_threads()
+                index.reload()
+                self._index = index
+            return self._index, self._index.searcher()
+
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The ``limit`` best tools for ``query`` as ``{name, server, summary, score}``."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
+            raise InvalidArgumentError(f"limit must be an integer from 1 to 50, got {limit!r}")
+        text = query_text(query)
+        # camelCase and snake_case words in the query find the same tools as plain words.
+        words = " ".join(tool_words(w) if re.search(r"[_A-Z]", w) else w for w in text.split())
+        index, searcher = self._searcher()
+        if not self._items:
+            return []
+        parsed, _errors = index.parse_query_lenient(
+            words, default_field_names=list(_BOOSTS), field_boosts=_BOOSTS
+        )
+        out = []
+        for score, address in searcher.search(parsed, limit=limit).hits:
+            cap = self._items[searcher.doc(address)["pos"][0]]
+            out.append(
+                {
+                    "name": cap.name,
+                    "server": cap.server,
+                    "summary": summary_line(cap.description),
+                    "score": round(float(score), 3),
+                }
+            )
+        return out
+
+    def schemas(self, names: Iterable[str], format: str = "mcp") -> list[dict[str, Any]]:
+        """The full definitions of ``names`` in ``format``, in the order given."""
+        return [self.get(n).schema(format) for n in names]

@@ -1,0 +1,254 @@
+"""The capability index: one line per tool, search by what a tool does, sticky activation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp_types import Tool
+
+from index import InvalidArgumentError, Workspace
+from index.search._capabilities import CapabilityIndex, summary_line, tool_words
+
+
+def mcp_tool(name: str, description: str = "", **props: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "inputSchema": {
+            "type": "object",
+            "properties": {k: {"type": "string", "description": v} for k, v in props.items()},
+        },
+    }
+
+
+BROWSER = [
+    mcp_tool("browser_navigate", "Navigate to a URL.", url="The URL to open"),
+    mcp_tool("browser_takeScreenshot", "Capture the current page as an image."),
+    mcp_tool("browser_click", "Perform a click on a web page element.", ref="Element reference"),
+]
+GIT = [
+    mcp_tool("git_log", "Show the commit history of a repository.", max_count="How many commits"),
+    mcp_tool("git_diff", "Show changes between the working tree and a commit."),
+]
+
+
+def test_render_is_one_line_per_tool_grouped_by_server() -> None:
+    index = CapabilityIndex(BROWSER, server="browser")
+    index.add(GIT, server="git")
+    lines = index.render().splitlines()
+    assert lines == [
+        "[browser]",
+        "browser_click: Perform a click on a web page element.",
+        "browser_navigate: Navigate to a URL.",
+        "browser_takeScreenshot: Capture the current page as an image.",
+        "[git]",
+        "git_diff: Show changes between the working tree and a commit.",
+        "git_log: Show the commit history of a repository.",
+    ]
+
+
+def test_render_does_not_depend_on_the_order_a_server_lists_its_tools() -> None:
+    assert (
+        CapabilityIndex(BROWSER, server="b").render()
+        == CapabilityIndex(list(reversed(BROWSER)), server="b").render()
+    )
+
+
+tool_names = st.from_regex(r"[a-z][a-z0-9_]{0,20}", fullmatch=True)
+batches = st.lists(
+    st.tuples(
+        st.sampled_from(["alpha", "beta", "gamma"]),
+        st.lists(tool_names, min_size=1, max_size=5, unique=True),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches)
+def test_the_rendered_index_only_ever_grows_at_its_end(plan: list[tuple[str, list[str]]]) -> None:
+    index = CapabilityIndex()
+    before = index.render()
+    names_before: list[str] = []
+    for server, names in plan:
+        index.add([mcp_tool(n, f"Does {n}.") for n in names], server=server)
+        after = index.render()
+        assert after.startswith(before), "a new tool moved an earlier line"
+        now = [c.name for c in index.capabilities]
+        assert now[: len(names_before)] == names_before, "an exposed name changed"
+        assert len(set(now)) == len(now), "two tools share an exposed name"
+        before, names_before = after, now
+
+
+def test_a_colliding_name_is_prefixed_with_its_server_and_the_first_keeps_its_own() -> None:
+    index = CapabilityIndex([mcp_tool("read_file", "Read a file from disk.")], server="fs")
+    exposed = index.add([mcp_tool("read_file", "Read a file from a GitHub repo.")], server="gh")
+    assert exposed == ["gh_read_file"]
+    assert index.get("read_file").server == "fs"
+    assert index.get("gh_read_file").original_name == "read_file"
+    assert index.get("gh_read_file").schema("mcp")["name"] == "gh_read_file"
+
+
+def test_adding_the_same_server_tool_twice_keeps_one() -> None:
+    index = CapabilityIndex(GIT, server="git")
+    assert index.add(GIT, server="git") == ["git_diff", "git_log"]
+    assert len(index) == 2
+
+
+def test_the_three_forms_give_the_same_capability_and_convert_back() -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    forms = [
+        {"name": "find", "description": "Find things.", "inputSchema": schema},
+        {"name": "find", "description": "Find things.", "input_schema": schema},
+        {
+            "type": "function",
+            "function": {"name": "find", "description": "Find things.", "parameters": schema},
+        },
+        Tool(name="find", description="Find things.", input_schema=schema),
+    ]
+    for form in forms:
+        cap = CapabilityIndex([form], server="s").get("find")
+        assert (cap.description, dict(cap.input_schema)) == ("Find things.", schema)
+    cap = CapabilityIndex([forms[0]], server="s").get("find")
+    assert cap.schema("anthropic") == forms[1]
+    assert cap.schema("openai") == forms[2]
+    assert cap.schema("mcp") == forms[0]
+    with pytest.raises(InvalidArgumentError, match="format must be one of mcp, openai"):
+        cap.schema("gemini")
+
+
+@pytest.mark.parametrize(
+    ("definition", "message"),
+    [
+        ({"name": "x"}, "needs MCP `inputSchema`"),
+        ({"name": "has space", "inputSchema": {}}, "is not 1-64 letters"),
+        ({"name": "x" * 65, "inputSchema": {}}, "is not 1-64 letters"),
+        ({"name": "x", "inputSchema": []}, "input schema must be an object"),
+        ("read_file", "must be an object, got str"),
+    ],
+    ids=["no-schema", "space", "too-long", "schema-list", "string"],
+)
+def test_bad_definitions_are_refused_with_the_reason(definition: object, message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        CapabilityIndex([definition])
+
+
+def test_summary_is_the_first_sentence_cut_at_a_word_boundary() -> None:
+    assert summary_line("Read a file.  Then more\ntext.") == "Read a file."
+    long = "Return " + " ".join(["wonderful"] * 30)
+    cut = summary_line(long, limit=40)
+    assert len(cut) <= 40
+    assert cut.endswith("…")
+    assert long.startswith(cut[:-1])
+    assert cut[:-1].split()[-1] == "wonderful", "cut inside a word"
+
+
+def test_tool_words_split_snake_and_camel_case() -> None:
+    assert tool_words("browser_takeScreenshot") == "browser_takeScreenshot browser take screenshot"
+    assert tool_words("get-HTTPResponse") == "get-HTTPResponse get http response"
+
+
+@pytest.fixture
+def catalogue() -> CapabilityIndex:
+    index = CapabilityIndex(BROWSER, server="browser")
+    index.add(GIT, server="git")
+    return index
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("take a screenshot of the page", "browser_takeScreenshot"),
+        ("takeScreenshot", "browser_takeScreenshot"),
+        ("open this url", "browser_navigate"),
+        ("commit history", "git_log"),
+        ("how many commits", "git_log"),  # found through a parameter's description
+        ("clicking", "browser_click"),  # stemmed
+    ],
+)
+def test_search_finds_a_tool_by_what_it_does(
+    catalogue: CapabilityIndex, query: str, expected: str
+) -> None:
+    assert catalogue.search(query, limit=1)[0]["name"] == expected
+
+
+def test_search_by_server_name(catalogue: CapabilityIndex) -> None:
+    names = {hit["name"] for hit in catalogue.search("git", limit=5)}
+    assert names == {"git_log", "git_diff"}
+
+
+@pytest.mark.parametrize("query", ["foo:bar", '"unbalanced', "a AND", "url)(", "NOT OR"])
+def test_hostile_queries_search_their_words(catalogue: CapabilityIndex, query: str) -> None:
+    assert isinstance(catalogue.search(query), list)
+
+
+def test_search_validates_its_arguments(catalogue: CapabilityIndex) -> None:
+    with pytest.raises(InvalidArgumentError, match="non-empty"):
+        catalogue.search("  ")
+    with pytest.raises(InvalidArgumentError, match="no searchable words"):
+        catalogue.search(":::")
+    with pytest.raises(InvalidArgumentError, match="limit must be an integer"):
+        catalogue.search("url", limit=True)
+
+
+def test_search_sees_tools_added_after_the_first_search(catalogue: CapabilityIndex) -> None:
+    assert catalogue.search("weather forecast")[:1] == []
+    catalogue.add([mcp_tool("forecast", "Weather forecast for a city.")], server="weather")
+    assert catalogue.search("weather forecast")[0]["name"] == "forecast"
+
+
+# -- through the Workspace ---------------------------------------------------------------
+
+
+def test_our_own_tools_are_in_the_index_but_not_the_meta_tools(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    rendered = ws.capabilities.render()
+    assert rendered.splitlines()[0] == "[leanreplay]"
+    assert "\nfile_read: " in rendered
+    assert "tool_search" not in rendered
+    assert "tool_activate" not in rendered
+
+
+def test_activation_is_sticky_per_conversation_and_appends(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    ws.register_tools("browser", BROWSER)
+    first = ws.call("tool_activate", {"names": ["browser_click"]}, conversation_id="c1")
+    assert first["activated"] == ["browser_click"]
+    assert first["tools"][0]["inputSchema"]["properties"]["ref"]["type"] == "string"
+    ws.call("tool_activate", {"names": ["file_read", "browser_click"]}, conversation_id="c1")
+    names = [t["name"] for t in ws.request_tools("c1", "anthropic")]
+    assert names == ["tool_search", "tool_activate", "browser_click", "file_read"]
+    assert [t["name"] for t in ws.request_tools("c2")] == ["tool_search", "tool_activate"]
+    # A later process (same home) still has c1's activations, once the server is back.
+    again = Workspace(tmp_path)
+    again.register_tools("browser", BROWSER)
+    openai = again.request_tools("c1", "openai")
+    assert [t["function"]["name"] for t in openai][2:] == ["browser_click", "file_read"]
+    assert json.loads(json.dumps(openai)) == openai
+
+
+def test_activating_an_unknown_tool_changes_nothing(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="no tool named 'nope'; find one with"):
+        ws.call("tool_activate", {"names": ["file_read", "nope"]}, conversation_id="c1")
+    assert len(ws.request_tools("c1")) == 2
+    with pytest.raises(InvalidArgumentError, match="bad arguments for tool_activate"):
+        ws.call("tool_activate", {"names": []})
+
+
+def test_tool_search_through_call(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    ws.register_tools("git", GIT)
+    hits = ws.call("tool_search", {"query": "show the commit history", "limit": 2})["tools"]
+    assert hits[0] == {
+        "name": "git_log",
+        "server": "git",
+        "summary": "Show the commit history of a repository.",
+        "score": hits[0]["score"],
+    }
