@@ -17,6 +17,8 @@ return it to the model as is.
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "BusyError",
     "ConversationNotFoundError",
@@ -30,6 +32,7 @@ __all__ = [
     "StoreError",
     "WorkspaceError",
     "WrongFileTypeError",
+    "home_error",
 ]
 
 
@@ -79,3 +82,20 @@ class BusyError(WorkspaceError):
 
 class StoreError(WorkspaceError):
     """The store on disk is unusable."""
+
+
+def home_error(what: str, exc: OSError) -> StoreError:
+    """A one-line `StoreError` for an `OSError` met writing under the home; it names only
+    the home-relative ``what`` (the home's path is not the model's business)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StoreError(f"cannot write {what}: the disk holding the home is full; free space")
+    if exc.errno == errno.EROFS:
+        return StoreError(
+            f"cannot write {what}: the home is on a read-only file system (reading stored "
+            "conversations and files still works)"
+        )
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return StoreError(
+            f"cannot use {what}: a file stands where the home needs a folder; move it away"
+        )
+    return StoreError(f"cannot write {what}: {exc.strerror or exc}")

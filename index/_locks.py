@@ -9,6 +9,8 @@ import os
 import time
 from collections.abc import Iterator
 
+from ._errors import home_error
+
 __all__ = ["file_lock"]
 
 _POLL_S = 0.05
@@ -18,8 +20,12 @@ _POLL_S = 0.05
 def file_lock(path: str, wait_s: float = 0.0) -> Iterator[bool]:
     """Hold an exclusive lock on ``path``; yields False if another process held it for
     longer than ``wait_s`` seconds (0: do not wait)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a+") as handle:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = open(path, "a+")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise home_error("a lock file in the home", exc) from None
+    with handle:
         deadline = time.monotonic() + wait_s
         while True:
             try:

@@ -70,6 +70,8 @@ def reporting_progress(
         _progress.reset(token)
 
 
+MAX_INT = 2**63 - 1  # larger integers in tool arguments are refused before any use
+
 # The model-facing tools, in the order they are listed.
 TOOL_NAMES = (
     "pdf_info",
@@ -169,6 +171,13 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
         raise InvalidArgumentError(
             f"{name} takes a JSON object of arguments, got {type(arguments).__name__}"
         )
+    for key, value in arguments.items():
+        if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
+            raise InvalidArgumentError(
+                f"bad arguments for {name}: {key}: an integer of about "
+                f"{int(value.bit_length() * 0.30103) + 1:,} digits is out of range "
+                f"(at most {MAX_INT:,})"
+            )
     try:
         model = spec.arguments.model_validate(dict(arguments))
     except pydantic.ValidationError as exc:

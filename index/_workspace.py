@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
+import functools
 import json
 import os
 import uuid
@@ -33,7 +35,9 @@ from ._errors import (
     ImportFormatError,
     InvalidArgumentError,
     StoreError,
+    WorkspaceError,
     WrongFileTypeError,
+    home_error,
 )
 from ._tools import META_TOOLS, call_tool, current_conversation, current_progress, tool_schemas
 from .search._capabilities import CapabilityIndex
@@ -80,6 +84,7 @@ __all__ = [
 MAX_PDF_READ_PAGES = 20
 MAX_PDF_READ_CHARS = 40_000
 SNAPSHOTS_KEPT = 50  # prompt snapshots kept per home, newest first
+MAX_PAGE_DIGITS = 9  # int() refuses over 4,300 digits; no PDF has a billion pages
 
 # Argument types shared by several tools: the descriptions reach the model through the schema.
 FilePath = Annotated[str, Field(description="File path, absolute or relative to the first root.")]
@@ -124,14 +129,15 @@ class Workspace:
         try:
             os.makedirs(self.attachments_dir, exist_ok=True)
         except OSError as exc:
-            raise StoreError(
-                f"cannot use {self.home!r} as the home: {exc.strerror}; pass --home (or "
-                "LEANREPLAY_HOME) pointing at a writable folder"
-            ) from None
+            if not os.path.isdir(self.home) or exc.errno != errno.EROFS:
+                raise StoreError(
+                    f"cannot use {self.home!r} as the home: {exc.strerror}; pass --home (or "
+                    "LEANREPLAY_HOME) pointing at a writable folder"
+                ) from None
+            # A read-only home still serves reads; it just has no attachments folder to add.
         # Saved attachments are readable by the file tools, whatever roots were given.
-        self.roots = resolve_roots(
-            [*(os.path.expanduser(os.fspath(r)) for r in roots), self.attachments_dir]
-        )
+        saved = [self.attachments_dir] if os.path.isdir(self.attachments_dir) else []
+        self.roots = resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved])
         self.allowed = frozenset(conversations) if conversations is not None else None
         self.fold_policy = fold_policy or FoldPolicy()
         self.summarizer: Summarizer = summarizer or OfflineSummarizer()
@@ -454,7 +460,10 @@ class Workspace:
         return hook
 
     def _log_event(self, event: str, conversation_id: str | None, data: Mapping[str, Any]) -> None:
-        append_event(os.path.join(self.home, "logs"), event, conversation_id, data)
+        # The event log is a record of what happened, not part of it: a full or read-only
+        # home must not fail the compaction the runtime needs.
+        with contextlib.suppress(OSError):
+            append_event(os.path.join(self.home, "logs"), event, conversation_id, data)
 
     def compaction_events(
         self, conversation_id: str | None = None, *, limit: int = 500
@@ -649,15 +658,8 @@ class Workspace:
         facts = probe_pdf(f.fd, f.size)  # on the confined descriptor: nothing is reopened
         if facts.pages is not None:
             return facts.pages
-        try:
+        with _pdf_backend(f):
             return page_count(f.path, (f.dev, f.ino))
-        except Exception as exc:  # noqa: BLE001 - any backend failure is the file's problem
-            if "password" in str(exc).lower():
-                raise WrongFileTypeError(
-                    f"{f.path!r} is encrypted with a password; its pages cannot be read. "
-                    "pdf_info still shows what is readable without it"
-                ) from None
-            raise WrongFileTypeError(f"{f.path!r} cannot be read as a PDF: {exc}") from None
 
     def pdf_info(
         self,
@@ -687,7 +689,10 @@ class Workspace:
         """
         with open_confined(path, self.roots) as f:
             pages = self._pdf_pages(f)
-            _, indexed_now, hits = self._pages.find(f, pages, query, limit, current_progress())
+            with _pdf_backend(f):
+                page_count(f.path, (f.dev, f.ino))  # the backend must load it to index it
+            with _pdf_backend(f, only_typed=True):
+                _, indexed_now, hits = self._pages.find(f, pages, query, limit, current_progress())
             return {
                 "path": f.path,
                 "query": query,
@@ -714,6 +719,11 @@ class Workspace:
     ) -> dict[str, Any]:
         """Return the text of a page range of a PDF, at most 20 pages or 40,000 chars per call."""
         first_text, _, last_text = pages.partition("-")
+        if max(len(first_text.strip()), len(last_text.strip())) > MAX_PAGE_DIGITS:
+            raise InvalidArgumentError(
+                f"pages must be page numbers of at most {MAX_PAGE_DIGITS} digits, got a "
+                f"{len(pages):,}-char value; call pdf_info for the page count"
+            )
         first = int(first_text)
         last = int(last_text) if last_text.strip() else first
         if first < 1 or last < first:
@@ -728,14 +738,18 @@ class Workspace:
                 )
             last = min(last, total, first + MAX_PDF_READ_PAGES - 1)
             file_id = fingerprint(f)
-            known = (
-                self._pages.page_texts(file_id, first, last)
-                if self._pages.indexed_pages(file_id)
-                else {}
-            )
+            try:
+                known = (
+                    self._pages.page_texts(file_id, first, last)
+                    if self._pages.indexed_pages(file_id)
+                    else {}
+                )
+            except StoreError:  # the page index is a cache; the file itself is the source
+                known = {}
             missing = [p for p in range(first, last + 1) if p not in known]
             if missing:
-                texts = extract_range(f.path, (f.dev, f.ino), missing[0] - 1, missing[-1])
+                with _pdf_backend(f):
+                    texts = extract_range(f.path, (f.dev, f.ino), missing[0] - 1, missing[-1])
                 known.update(zip(range(missing[0], missing[-1] + 1), texts, strict=True))
             out: list[dict[str, Any]] = []
             chars, shown = 0, first - 1
@@ -935,6 +949,43 @@ class Workspace:
         }
 
 
+@contextlib.contextmanager
+def _pdf_backend(f: OpenFile, *, only_typed: bool = False) -> Iterator[None]:
+    """A PDF the text backend (PDFium or pypdf) refuses is the file's problem: say so.
+
+    ``only_typed`` converts only the backends' own error classes (around work that also
+    writes the index, whose errors are not the file's).
+    """
+    try:
+        yield
+    except (WorkspaceError, OSError):
+        raise
+    except Exception as exc:
+        if only_typed and not isinstance(exc, _backend_errors()):
+            raise
+        if "password" in str(exc).lower():
+            raise WrongFileTypeError(
+                f"{f.path!r} is encrypted with a password; its pages cannot be read. "
+                "pdf_info still shows what is readable without it"
+            ) from None
+        raise WrongFileTypeError(
+            f"{f.path!r} cannot be read as a PDF ({type(exc).__name__}: {exc}); it may be "
+            "truncated or damaged. pdf_info shows what its index still holds"
+        ) from None
+
+
+@functools.cache
+def _backend_errors() -> tuple[type[Exception], ...]:
+    import pypdf.errors
+
+    errors: list[type[Exception]] = [pypdf.errors.PyPdfError]
+    with contextlib.suppress(ImportError):  # the optional "fast" extra
+        import pypdfium2
+
+        errors.append(pypdfium2.PdfiumError)
+    return tuple(errors)
+
+
 class _Attachments:
     """Saves the inline attachments of messages under the home, once per message object."""
 
@@ -951,10 +1002,7 @@ class _Attachments:
             try:
                 saved = save_inline(self.directory, media, data, name)
             except OSError as exc:
-                raise StoreError(
-                    f"cannot save an inline attachment under {self.directory!r}: "
-                    f"{exc.strerror}; free some space or fix the home's permissions, then retry"
-                ) from None
+                raise home_error("an inline attachment into the home", exc) from None
             if saved is not None:
                 out.append((block, *saved))
         self._done[id(message)] = (message, out)

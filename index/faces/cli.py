@@ -318,6 +318,11 @@ def call(ctx: click.Context, tool: str, arguments: str) -> None:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"ARGUMENTS must be a JSON object: {exc}") from None
+    except (ValueError, RecursionError):  # an integer over 4,300 digits, or nesting too deep
+        raise click.ClickException(
+            "ARGUMENTS holds an integer too long or nesting too deep to parse; tool arguments "
+            "are flat JSON objects with integers below 2**63"
+        ) from None
     progress = progress_bar(sys.stderr) if sys.stderr.isatty() else None
     with workspace(ctx) as ws:
         result = ws.call(tool, parsed, progress=progress)

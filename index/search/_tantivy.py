@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import tantivy
 
-from .._errors import BusyError, InvalidArgumentError, StoreError, WorkspaceError
+from .._errors import BusyError, InvalidArgumentError, StoreError, WorkspaceError, home_error
 from .._locks import file_lock
 
 __all__ = [
@@ -62,14 +62,33 @@ _RESERVED = re.compile(r"[+\-&|!(){}\[\]^~*?:\\/<>=]")
 _OPERATORS = {"AND", "OR", "NOT", "IN"}
 
 
+def _io_error(what: str, exc: ValueError) -> StoreError:
+    """Tantivy reports I/O failures as ValueError text (with paths): keep only the cause."""
+    text = str(exc)
+    if "StorageFull" in text or "No space left" in text:
+        return StoreError(f"{what}: the disk holding the home is full; free space")
+    if "ReadOnlyFilesystem" in text or "Read-only file system" in text:
+        return StoreError(
+            f"{what}: the home is on a read-only file system (reading stored conversations "
+            "and files still works)"
+        )
+    return StoreError(f"{what}: an I/O error in the home; check its disk and permissions")
+
+
 class DerivedIndex:
     def __init__(self, directory: str, build_schema: Callable[[], Any]) -> None:
         self.directory = directory
         self._build_schema = build_schema
         self._thread_lock = threading.RLock()
-        os.makedirs(os.path.dirname(directory), exist_ok=True)
         self.rebuilt = False
-        self.index = self._open()
+        try:
+            os.makedirs(os.path.dirname(directory), exist_ok=True)
+            self.index = self._open()
+        except OSError as exc:
+            folder = os.path.basename(os.path.dirname(directory))
+            raise home_error(f"the home's {folder!r} folder (the search index)", exc) from None
+        except ValueError as exc:  # tantivy's I/O errors, e.g. its lock file on a read-only home
+            raise _io_error("cannot open the home's search index", exc) from None
 
     def _open(self) -> Any:
         schema = self._build_schema()
@@ -148,7 +167,12 @@ class DerivedIndex:
                 writer.rollback()
                 writer.wait_merging_threads()
                 raise
-            writer.commit()
+            try:
+                writer.commit()
+            except ValueError as exc:  # tantivy's I/O errors, a full disk above all
+                writer.rollback()
+                writer.wait_merging_threads()
+                raise _io_error("cannot write the home's search index", exc) from None
             writer.wait_merging_threads()
             self.index.reload()
 

@@ -71,7 +71,13 @@ def load(path: str, *, format: str = "auto", conversation_id: str | None = None)
         # anyway (skipped as unreadable), and the next import reads it whole.
         text = raw[: exc.start].decode("utf-8-sig")
     whole = _parse_whole(text)
-    fmt = format if format != "auto" else _detect(path, whole, text)
+    try:
+        fmt = format if format != "auto" else _detect(path, whole, text)
+    except ImportFormatError:
+        problem = _unholdable(text)
+        if problem is None:
+            raise
+        raise ImportFormatError(f"{path} {problem}; it cannot be imported") from None
     if fmt == "claude-code":
         items = [_claude_code(text, stem)]
     elif fmt == "mini-swe-agent":
@@ -122,8 +128,24 @@ _NOT_JSON = object()
 def _parse_whole(text: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
+        # Not one JSON value, or one Python cannot hold (nested deeper than its recursion
+        # limit, an integer over 4,300 digits): read it as JSONL, line by line.
         return _NOT_JSON
+
+
+def _unholdable(text: str) -> str | None:
+    """Why Python's JSON parser refuses text that may be valid JSON, if that is the reason."""
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "nests lists and objects deeper than Python can parse (about 1,000 levels)"
+    except json.JSONDecodeError:
+        return None
+    except ValueError as exc:
+        if "digits" in str(exc):
+            return "holds an integer of over 4,300 digits, more than Python parses"
+    return None
 
 
 def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
@@ -133,7 +155,7 @@ def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
             continue
         try:
             yield number, json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # also too deep, or an integer too long
             yield number, _NOT_JSON
 
 

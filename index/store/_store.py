@@ -13,9 +13,10 @@ import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,6 +146,10 @@ def encode_message(message: Mapping[str, Any]) -> str:
     """The stored text of a message; refuses what JSON cannot carry exactly."""
     try:
         body = json.dumps(message, ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise InvalidArgumentError(
+            "message nests lists and dicts too deeply to store (over ~1,000 levels); flatten it"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"message is not JSON data ({exc}); send only str, numbers, bools, null, lists, dicts"
@@ -158,9 +163,18 @@ class Store:
     """Conversations and their messages in ``home/store.sqlite3``."""
 
     def __init__(self, home: str) -> None:
-        os.makedirs(home, exist_ok=True)
         self.path = os.path.join(home, "store.sqlite3")
         self._lock = threading.RLock()
+        self.read_only: str | None = None  # why, when the home cannot be written
+        if _read_only(home):
+            self._open_read_only("the home is on a read-only file system")
+            return
+        try:
+            os.makedirs(home, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the home: {exc.strerror}; point the home at a writable folder"
+            ) from None
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
             try:
@@ -168,7 +182,7 @@ class Store:
                     self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+                raise _db_error("cannot open the store", exc) from None
             try:
                 self._setup()
                 return
@@ -176,12 +190,45 @@ class Store:
                 # Switching a new store to WAL fails at once, without waiting, while another
                 # process creates it: retry within the same limit as any other write.
                 self._db.close()
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
-                time.sleep(0.02)
+                if "locked" in str(exc) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                if os.path.isfile(self.path) and _primary(exc) in _UNWRITABLE:
+                    # A full disk: what is stored can still be read.
+                    self._open_read_only(str(_db_error("the home cannot be written", exc)))
+                    return
+                raise _db_error("cannot open the store", exc) from None
             except sqlite3.DatabaseError as exc:
                 self._db.close()
-                raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+                raise _db_error("cannot open the store", exc) from None
+
+    def _open_read_only(self, why: str) -> None:
+        """A home that cannot be written: serve reads, refuse writes with a clear error.
+
+        A WAL store opens read-only only while its -shm file exists; after a clean close it
+        does not, and nobody can write a read-only home anyway, so it is opened immutable.
+        """
+        self.read_only = why
+        if not os.path.isfile(self.path):
+            raise StoreError(f"{why}, and it holds no store yet; point it at a writable folder")
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path))
+        failure: sqlite3.DatabaseError | None = None
+        for options in ("?mode=ro", "?immutable=1"):
+            db = sqlite3.connect(
+                uri + options, uri=True, isolation_level=None, check_same_thread=False
+            )
+            try:
+                (self.identity,) = db.execute(
+                    "SELECT value FROM meta WHERE key='store_id'"
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:
+                db.close()
+                failure = exc
+                continue
+            self._db = db
+            return
+        assert failure is not None
+        raise _db_error(f"{why}; reading the store failed too", failure)
 
     def _setup(self) -> None:
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -207,7 +254,7 @@ class Store:
                 )
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(
-                    f"store {self.path} has schema {row[0]}, newer than this leanreplay "
+                    f"the store has schema {row[0]}, newer than this leanreplay "
                     f"({SCHEMA_VERSION}); upgrade leanreplay"
                 )
         (self.identity,) = self._db.execute(
@@ -220,6 +267,8 @@ class Store:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise StoreError(f"nothing was stored: {self.read_only} (reads still work)")
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -228,21 +277,23 @@ class Store:
                     raise BusyError(
                         f"another process held the store for over {BUSY_TIMEOUT_S:.0f}s; retry"
                     ) from None
-                raise StoreError(f"store {self.path}: {exc}") from None
+                raise _db_error("cannot write the store", exc) from None
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            else:
                 self._db.execute("COMMIT")
+            except BaseException as exc:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise _db_error("nothing was stored", exc) from None
+                raise
 
     def _read(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._db.execute(sql, tuple(args)).fetchall()
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"store {self.path}: {exc}") from None
+                raise _db_error("cannot read the store", exc) from None
 
     # conversations
 
@@ -616,6 +667,40 @@ class Store:
                 "SELECT body FROM snapshots WHERE conversation_id=? ORDER BY n", (conversation_id,)
             )
         return [json.loads(body) for (body,) in rows]
+
+
+def _read_only(home: str) -> bool:
+    try:
+        return bool(os.statvfs(home).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False  # no home yet: it is created
+
+
+_UNWRITABLE = (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY)
+
+
+def _primary(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF  # extended codes carry the primary
+
+
+def _db_error(what: str, exc: sqlite3.DatabaseError) -> StoreError:
+    """One line that says what to do about an SQLite failure, naming no paths."""
+    code = _primary(exc)
+    if code == sqlite3.SQLITE_FULL:
+        return StoreError(f"{what}: the disk holding the home is full; free space and retry")
+    if code == sqlite3.SQLITE_READONLY:
+        return StoreError(f"{what}: the home is read-only; point it at a writable folder")
+    if code == sqlite3.SQLITE_IOERR:
+        return StoreError(f"{what}: disk I/O error (is the disk holding the home full?)")
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return StoreError(f"{what}: the store file cannot be opened or created in the home")
+    if isinstance(exc, sqlite3.DatabaseError) and code in (
+        sqlite3.SQLITE_CORRUPT,
+        sqlite3.SQLITE_NOTADB,
+    ):
+        return StoreError(f"{what}: the store file is damaged or not a leanreplay store")
+    return StoreError(f"{what}: {exc}")
 
 
 def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

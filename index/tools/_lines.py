@@ -14,6 +14,7 @@ that changed meanwhile is saved or answered.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -189,12 +190,16 @@ class LineIndex:
             if scanned == self.complete_blocks * BLOCK
             else None,
         }
-        os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
         tmp = f"{self.cache_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with _save_lock, open(tmp, "wb") as f:
-            f.write(json.dumps(header).encode() + b"\n")
-            f.write(self.counts.tobytes())
-        os.replace(tmp, self.cache_path)
+        try:
+            os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
+            with _save_lock, open(tmp, "wb") as f:
+                f.write(json.dumps(header).encode() + b"\n")
+                f.write(self.counts.tobytes())
+            os.replace(tmp, self.cache_path)
+        except OSError:  # a full or read-only home: the index is only a cache; reads go on
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
     # scanning
 

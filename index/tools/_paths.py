@@ -18,7 +18,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
+from .._errors import (
+    InvalidArgumentError,
+    NotAFileError,
+    NotFoundError,
+    OutsideRootsError,
+    home_error,
+)
 
 __all__ = ["OpenFile", "fingerprint", "open_confined", "open_file", "resolve_roots"]
 
@@ -117,6 +123,14 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
                 f"{path!r} is {_kind(st.st_mode)}; the file tools read regular files"
             )
         yield OpenFile(fd, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns)
+    except OSError as exc:
+        # Reading a confined file meets OSErrors only when it changes under us (a symlink
+        # swapped, the file truncated or removed) or the home the tool writes to fails.
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EEXIST, errno.ENOTDIR):
+            raise home_error("what this tool keeps in the home", exc) from None
+        raise NotFoundError(
+            f"{path!r} changed while it was read ({exc.strerror or 'replaced'}); retry"
+        ) from None
     finally:
         os.close(fd)
 
