@@ -45,6 +45,8 @@ MAX_QUERY_ROWS = 200  # result rows per table_query call
 MAX_QUERY_SECONDS = 60.0  # a query running longer is interrupted
 MAX_QUERY_MEMORY = "1GB"
 MAX_CSV_SCAN_BYTES = 8 * 1024 * 1024  # bytes read for one table_read of a CSV
+CACHE_MIN_BYTES = 32 * 1024 * 1024  # text tables this big are loaded into DuckDB once
+CACHE_VERSION = 1
 _WINDOW = 64 * 1024
 
 
@@ -334,28 +336,70 @@ def _literal(text: str) -> str:
 
 
 @contextlib.contextmanager
-def _connection(files: Sequence[OpenFile | str]) -> Iterator[tuple[Any, list[str]]]:
-    """A DuckDB connection that may read only ``files`` (open files or our own cache paths)."""
+def _connection(
+    files: Sequence[OpenFile | str], database: str = ":memory:"
+) -> Iterator[tuple[Any, list[str]]]:
+    """A DuckDB connection that may read only ``files`` (open files or our own cache paths)
+    and, read-only, ``database``."""
     import duckdb
 
     with contextlib.ExitStack() as stack:
         paths = [stack.enter_context(_fd_path(f)) if isinstance(f, OpenFile) else f for f in files]
-        con = duckdb.connect(
-            ":memory:",
-            config={
-                "threads": 2,
-                "memory_limit": MAX_QUERY_MEMORY,
-                "autoinstall_known_extensions": False,
-                "autoload_known_extensions": False,
-            },
-        )
+        con = duckdb.connect(database, read_only=database != ":memory:", config=_CONFIG)
         try:
+            con.execute("SET enable_progress_bar = false")  # it would print to stdout
             con.execute("SET allowed_paths = ?", [paths])
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
             yield con, paths
         finally:
             con.close()
+
+
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "threads": 2,
+    "memory_limit": MAX_QUERY_MEMORY,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+def _materialized(table: TableFile, source: OpenFile | str, reader: str, cache_dir: str) -> str:
+    """The table loaded once into a DuckDB database under ``cache_dir``, keyed by the file's
+    content fingerprint: later queries scan DuckDB's columnar storage, not the text."""
+    import duckdb
+
+    key = fingerprint(source) if isinstance(source, OpenFile) else os.path.basename(source)
+    target = os.path.join(cache_dir, f"{key[:32]}-v{CACHE_VERSION}.duckdb")
+    if os.path.exists(target):
+        return target
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with (
+            _fd_path(source)
+            if isinstance(source, OpenFile)
+            else contextlib.nullcontext(source) as path
+        ):
+            con = duckdb.connect(tmp, config=_CONFIG)
+            try:
+                con.execute("SET enable_progress_bar = false")
+                # Our own statement over the one confined file; no model SQL runs here.
+                con.execute(f"CREATE TABLE t AS SELECT * FROM {reader.format(_literal(path))}")
+                con.execute("CHECKPOINT")
+            except duckdb.Error as exc:
+                raise WrongFileTypeError(
+                    f"{table.file.path!r} cannot be read as a {table.format} table: "
+                    f"{str(exc).splitlines()[0]}"
+                ) from None
+            finally:
+                con.close()
+        os.replace(tmp, target)
+    finally:
+        for leftover in (tmp, tmp + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+    return target
 
 
 def sheet_csv(table: TableFile, sheet: str | None, cache_dir: str) -> tuple[str, str]:
@@ -389,22 +433,31 @@ def _csv_cell(value: Any) -> Any:
 
 
 def query_table(
-    table: TableFile, sql: str, *, sheet_csv_path: str | None = None, sheet: str | None = None
+    table: TableFile, sql: str, cache_dir: str, *, sheet: str | None = None
 ) -> dict[str, Any]:
-    """Run one read-only SELECT over the table registered as the view ``t``."""
+    """Run one read-only SELECT over the table registered as ``t``.
+
+    Text tables (CSV, TSV, converted sheets) of `CACHE_MIN_BYTES` or more are loaded once into
+    a DuckDB database under ``cache_dir``; smaller ones and Parquet are read in place.
+    """
     import duckdb
 
-    source: OpenFile | str = sheet_csv_path if sheet_csv_path is not None else table.file
-    with _connection([source]) as (con, paths):
-        path = _literal(paths[0])
-        if table.format == "parquet":
-            view = f"read_parquet({path})"
-        elif sheet_csv_path is not None:
-            view = f"read_csv({path}, header = true)"
-        else:
-            view = f"read_csv({path}, delim = {_literal(table.delimiter)}, header = true)"
+    source: OpenFile | str = table.file
+    if table.format in ("xlsx", "ods"):
+        source, sheet = sheet_csv(table, sheet, cache_dir)
+    if table.format == "parquet":
+        reader = "read_parquet({})"
+    else:
+        delim = _literal("," if isinstance(source, str) else table.delimiter)
+        reader = f"read_csv({{}}, delim = {delim}, header = true)"
+    size = source.size if isinstance(source, OpenFile) else os.path.getsize(source)
+    database = ":memory:"
+    if table.format != "parquet" and size >= CACHE_MIN_BYTES:
+        database = _materialized(table, source, reader, cache_dir)
+    with _connection([] if database != ":memory:" else [source], database) as (con, paths):
         try:
-            con.execute(f"CREATE VIEW t AS SELECT * FROM {view}")
+            if database == ":memory:":
+                con.execute(f"CREATE VIEW t AS SELECT * FROM {reader.format(_literal(paths[0]))}")
             columns = [d[0] for d in con.execute("SELECT * FROM t LIMIT 0").description]
         except duckdb.Error as exc:
             raise WrongFileTypeError(
@@ -425,7 +478,7 @@ def query_table(
             ) from None
         except duckdb.Error as exc:
             raise InvalidArgumentError(
-                f"query failed: {str(exc).splitlines()[0]}; the table is the view t with "
+                f"query failed: {str(exc).splitlines()[0]}; the table is t with "
                 f"columns {', '.join(json.dumps(c) for c in columns[:50])}"
             ) from None
         finally:

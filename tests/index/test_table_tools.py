@@ -21,6 +21,7 @@ from index import (
     WrongFileTypeError,
 )
 from index._tools import call_tool
+from index.tools import _tables
 from index.tools._lines import BLOCK
 from index.tools._tables import MAX_QUERY_ROWS, MAX_TABLE_ROWS
 from tests.conftest import SAMPLES
@@ -226,3 +227,23 @@ def test_tools_run_through_the_one_definition(ws: Workspace) -> None:
     with pytest.raises(InvalidArgumentError, match="rows"):
         call_tool(ws, "table_read", {"path": "table.csv", "rows": "all"})
     json.dumps(ws.table_read("sales.parquet"))  # JSON-ready
+
+
+def test_large_text_tables_are_loaded_into_duckdb_once(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "CACHE_MIN_BYTES", 0)  # every text table counts as large
+    name, _ = big_csv(ws, 300)
+    sql = "SELECT count(*) AS n, max(id) AS top FROM t"
+    assert ws.table_query(name, sql)["rows"] == [[300, 299]]
+    (cached,) = (Path(ws.home) / "tables").glob("*.duckdb")
+    stamp = cached.stat().st_mtime_ns
+    assert ws.table_query(name, "SELECT name FROM t WHERE id = 7")["rows"] == [["name 7"]]
+    assert cached.stat().st_mtime_ns == stamp  # reused
+    with pytest.raises(InvalidArgumentError, match="disabled by configuration"):
+        ws.table_query(name, "SELECT * FROM read_csv('/etc/passwd')")
+    with pytest.raises(InvalidArgumentError, match="only SELECT"):
+        ws.table_query(name, "DROP TABLE t")
+    big_csv(ws, 10)  # the file changes: a new cache, never the stale one
+    assert ws.table_query(name, sql)["rows"] == [[10, 9]]
+    assert ws.table_query("sales.xlsx", "SELECT count(*) FROM t")["rows"] == [[5]]
