@@ -58,7 +58,7 @@ from .store._lifecycle import (
 from .store._pages import MAX_READ_CHARS, page, readable
 from .store._store import ConversationInfo, SavedAttachment, Store, check_id
 from .tools._images import view_image
-from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines
+from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
 from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
 from .tools._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
 from .tools._tables import (
@@ -68,7 +68,6 @@ from .tools._tables import (
     read_csv_rows,
     read_parquet_rows,
     read_sheet_rows,
-    sheet_csv,
 )
 from .tools._transcode import encoding_of, utf8_view
 
@@ -586,7 +585,14 @@ class Workspace:
     def file_read(
         self,
         path: FilePath,
-        start_line: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
+        start_line: Annotated[
+            int,
+            Field(
+                ge=-MAX_READ_LINES,
+                description="First line to return (1-based); negative for the last lines, "
+                "e.g. -100 for the last 100.",
+            ),
+        ] = 1,
         end_line: Annotated[
             int | None,
             Field(
@@ -597,14 +603,25 @@ class Workspace:
         """Read numbered lines of a text file of any size; long output is cut with a `next` call.
 
         Returns ``content`` as ``"N\\ttext"`` lines, ``end_line``, ``total_lines`` (once known),
-        ``notes`` and ``next``.
+        ``notes`` and ``next``. A negative ``start_line`` reads the last lines backwards from
+        the end without indexing the file.
         """
+        if start_line == 0:
+            raise InvalidArgumentError(
+                "start_line is 1-based: use 1 for the first line or -N for the last N lines"
+            )
+        if start_line < 0 and end_line is not None:
+            raise InvalidArgumentError(
+                "end_line goes with a positive start_line; start_line=-N alone reads the last "
+                "N lines"
+            )
         if end_line is not None and end_line < start_line:
             raise InvalidArgumentError(f"end_line {end_line} is before start_line {start_line}")
         with open_confined(path, self.roots) as f, self._text_view(f) as (text, shown):
-            return read_lines(
-                LineIndex(text, self._lines_dir, shown_path=shown), start_line, end_line
-            )
+            index = LineIndex(text, self._lines_dir, shown_path=shown)
+            if start_line < 0:
+                return tail_lines(index, -start_line)
+            return read_lines(index, start_line, end_line)
 
     def file_search(
         self,
@@ -880,15 +897,15 @@ class Workspace:
         """
         with open_confined(path, self.roots) as f:
             table = self._table(f)
+            cache = os.path.join(self.home, "tables")
             if table.format in ("xlsx", "ods"):
-                cached, name = sheet_csv(table, sheet, os.path.join(self.home, "tables"))
-                return query_table(table, sql, sheet_csv_path=cached, sheet=name)
+                return query_table(table, sql, cache, sheet=sheet)
             if sheet is not None:
                 raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
             if table.format in ("csv", "tsv") and encoding_of(f) is not None:
                 with self._text_view(f) as (text, _):
-                    return query_table(TableFile(text, table.format, table.delimiter), sql)
-            return query_table(table, sql)
+                    return query_table(TableFile(text, table.format, table.delimiter), sql, cache)
+            return query_table(table, sql, cache)
 
     # the capability index: a lean start for many tools
 

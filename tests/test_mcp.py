@@ -95,7 +95,9 @@ def check(out: dict[str, Any]) -> None:
         assert tool.annotations.read_only_hint is True
         assert tool.description
         assert tool.input_schema["type"] == "object"
-    assert out["tools"]["file_read"].input_schema["properties"]["start_line"]["minimum"] == 1
+    assert (
+        out["tools"]["file_read"].input_schema["properties"]["end_line"]["anyOf"][0]["minimum"] == 1
+    )
     for name in TOOL_NAMES:
         assert out[name].is_error is False, (name, text_of(out[name]))
     assert json.loads(text_of(out["pdf_info"]))["facts"]["pages"] == 12

@@ -44,6 +44,7 @@ __all__ = [
     "LineIndex",
     "read_lines",
     "search_lines",
+    "tail_lines",
 ]
 
 BLOCK = 256 * 1024  # bytes per counted block: a random read scans at most one
@@ -446,4 +447,83 @@ def search_lines(
             f"file_search(path={json.dumps(index.shown_path)}, query={json.dumps(query)}, "
             f"start_line={stopped})"
         )
+    return result
+
+
+MAX_TAIL_SCAN_BYTES = 16 * 1024 * 1024  # bytes read backwards for one tail read
+
+
+def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
+    """The last ``count`` lines (bounded), read backwards from the end without indexing.
+
+    Lines are numbered exactly when the line index already knows the file's total; otherwise
+    they are numbered from the end (-1 is the last line) and a note says so.
+    """
+    fd, size = index.file.fd, index.file.size
+    count = min(count, MAX_READ_LINES)
+    end = size
+    if size and os.pread(fd, 1, size - 1) == b"\n":
+        end -= 1  # the final newline ends the last line; it does not start another
+    pos = end
+    pieces: list[bytes] = []
+    newlines = 0
+    scanned = 0
+    while pos > 0 and newlines < count and scanned < MAX_TAIL_SCAN_BYTES:
+        step = min(_WINDOW, pos)
+        pos -= step
+        chunk = os.pread(fd, step, pos)
+        scanned += step
+        found = chunk.count(b"\n")
+        if newlines + found >= count:
+            cut = len(chunk)
+            for _ in range(count - newlines):
+                cut = chunk.rfind(b"\n", 0, cut)
+            pieces.append(chunk[cut + 1 :])
+            pos += cut + 1
+            newlines = count
+            break
+        pieces.append(chunk)
+        newlines += found
+    data = b"".join(reversed(pieces))
+    raw_lines = data.split(b"\n") if end > 0 else []
+    notes: list[str] = []
+    if pos > 0 and newlines < count:
+        notes.append(
+            f"read the last {MAX_TAIL_SCAN_BYTES:,} bytes only; the first line shown is cut"
+        )
+    texts = []
+    for raw in raw_lines:
+        text = _decode(raw.removesuffix(b"\r"))
+        if len(text) > MAX_LINE_CHARS:
+            text = text[:MAX_LINE_CHARS] + " [... line cut]"
+        texts.append(text)
+    # Keep the last lines that fit in the char budget.
+    kept: list[str] = []
+    chars = 0
+    for text in reversed(texts):
+        if kept and chars + len(text) > MAX_READ_CHARS:
+            notes.append(f"stopped at {MAX_READ_CHARS:,} chars: {len(kept)} lines shown")
+            break
+        kept.append(text)
+        chars += len(text)
+    kept.reverse()
+    total = index.total_lines()
+    if total is not None:
+        first = total - len(kept) + 1
+        numbers = range(first, total + 1)
+    else:
+        numbers = range(-len(kept), 0)
+        notes.append(
+            f"last {len(kept)} lines; numbered from the end (-1 is the last line) because the "
+            "file's total is not indexed yet"
+        )
+    result: dict[str, Any] = {
+        "path": index.shown_path,
+        "start_line": numbers[0] if kept else None,
+        "end_line": numbers[-1] if kept else None,
+        "total_lines": total,
+        "content": "\n".join(f"{n}\t{t}" for n, t in zip(numbers, kept, strict=True)),
+        "notes": notes,
+        "next": None,
+    }
     return result

@@ -69,12 +69,13 @@ def test_start_past_the_end_says_how_many_lines(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        ({"start_line": 0}, "start_line: Input should be greater than or equal to 1"),
+        ({"start_line": 0}, "start_line is 1-based"),
+        ({"start_line": -5000}, "start_line: Input should be greater than or equal to -2000"),
         ({"start_line": True}, "start_line: Input should be a valid integer"),
         ({"start_line": "5"}, "start_line: Input should be a valid integer"),
         ({"end_line": -2}, "end_line"),
     ],
-    ids=["zero", "bool", "string", "negative"],
+    ids=["zero", "below-tail-bound", "bool", "string", "negative"],
 )
 def test_bad_arguments_are_explained(ws: Workspace, args: dict[str, object], match: str) -> None:
     name = write(ws, "s.txt", b"a\n")
@@ -244,3 +245,78 @@ def test_a_changed_utf16_file_gets_a_fresh_copy(ws: Workspace) -> None:
     assert ws.file_read("w.txt")["content"] == "1\tnew line one\n2\tnew line two"
     copies = list((Path(ws.home) / "transcoded").glob("*.txt"))
     assert len(copies) == 1, "the stale copy was removed"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab \r", max_size=5), max_size=30),
+    final_newline=st.booleans(),
+    count=st.integers(min_value=1, max_value=40),
+)
+def test_negative_start_reads_the_last_lines_like_splitlines(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], final_newline: bool, count: int
+) -> None:
+    base = tmp_path_factory.mktemp("tail")
+    ws = Workspace(base / "home", [base])
+    body = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    (base / "t.txt").write_bytes(body.encode())
+    result = ws.file_read("t.txt", start_line=-count)
+    # The oracle: an editor's lines (a final newline ends the last line), \r\n as one break.
+    expected = body.split("\n")
+    if body.endswith("\n") or not body:
+        expected = expected[:-1]
+    every = [e.removesuffix("\r") for e in expected]
+    expected = every[-count:]
+    got = [row.split("\t", 1)[1] for row in result["content"].split("\n")] if expected else []
+    assert got == expected
+    if expected:
+        numbers = [int(row.split("\t", 1)[0]) for row in result["content"].split("\n")]
+        # A file within one index block has its total counted at once: exact numbers.
+        assert numbers == list(range(len(every) - len(expected) + 1, len(every) + 1))
+
+
+def test_tail_is_numbered_exactly_once_the_index_knows_the_total(ws: Workspace) -> None:
+    lines = [f"line {i} " + "." * 190 for i in range(1, 3001)]  # 600 KB: several blocks
+    name = write(ws, "log.txt", ("\n".join(lines) + "\n").encode())
+    cold = ws.file_read(name, start_line=-3)
+    assert cold["content"] == numbered(lines[-3:], -3)
+    assert cold["total_lines"] is None
+    assert "last 3 lines" in cold["notes"][0]
+    ws.file_read(name, start_line=2999)  # counts the blocks: the index learns the total
+    warm = ws.file_read(name, start_line=-3)
+    assert warm["total_lines"] == 3000
+    assert warm["content"] == numbered(lines[-3:], 2998)
+
+
+def test_tail_of_a_big_file_reads_only_its_end(ws: Workspace) -> None:
+    line = b"x" * 99 + b"\n"
+    name = write(ws, "big.log", line * (40 * BLOCK // 100) + b"the end\n")
+    result = ws.file_read(name, start_line=-2)
+    assert result["content"] == f"-2\t{'x' * 99}\n-1\tthe end"
+    assert result["total_lines"] is None
+    lines_dir = Path(ws.home) / "lines"
+    assert not lines_dir.exists() or not any(lines_dir.iterdir())  # nothing was indexed
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"start_line": 0}, "1-based"),
+        ({"start_line": -5, "end_line": 9}, "end_line goes with a positive start_line"),
+    ],
+    ids=str,
+)
+def test_tail_argument_errors(ws: Workspace, args: dict[str, int], message: str) -> None:
+    name = write(ws, "a.txt", b"a\nb\n")
+    with pytest.raises(InvalidArgumentError, match=message):
+        ws.file_read(name, **args)
+
+
+def test_tail_char_budget_keeps_the_last_lines(ws: Workspace) -> None:
+    rows = [f"{i:05d}" + "y" * 1500 for i in range(100)]
+    name = write(ws, "wide.txt", ("\n".join(rows) + "\n").encode())
+    result = ws.file_read(name, start_line=-100)
+    shown = result["content"].split("\n")
+    assert shown[-1].split("\t", 1)[1] == rows[-1]
+    assert len(shown) < 100
+    assert any("chars" in n for n in result["notes"])
