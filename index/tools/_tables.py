@@ -364,9 +364,12 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
 }
 
 
-def _materialized(table: TableFile, source: OpenFile | str, reader: str, cache_dir: str) -> str:
-    """The table loaded once into a DuckDB database under ``cache_dir``, keyed by the file's
-    content fingerprint: later queries scan DuckDB's columnar storage, not the text."""
+def _materialized(
+    table: TableFile, source: OpenFile | str, reader: str, cache_dir: str
+) -> str | None:
+    """The table loaded into a DuckDB database under ``cache_dir`` at its second query, keyed
+    by the file's content fingerprint (None at the first): later queries scan DuckDB's
+    columnar storage, not the text."""
     import duckdb
 
     key = fingerprint(source) if isinstance(source, OpenFile) else os.path.basename(source)
@@ -374,6 +377,13 @@ def _materialized(table: TableFile, source: OpenFile | str, reader: str, cache_d
     if os.path.exists(target):
         return target
     os.makedirs(cache_dir, exist_ok=True)
+    seen = target + ".seen"
+    if not os.path.exists(seen):
+        # The first query of a file scans it in place (about what one pass costs anyway);
+        # loading pays off only for a file that is queried again.
+        with open(seen, "wb"):
+            pass
+        return None
     tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         with (
@@ -437,8 +447,9 @@ def query_table(
 ) -> dict[str, Any]:
     """Run one read-only SELECT over the table registered as ``t``.
 
-    Text tables (CSV, TSV, converted sheets) of `CACHE_MIN_BYTES` or more are loaded once into
-    a DuckDB database under ``cache_dir``; smaller ones and Parquet are read in place.
+    Text tables (CSV, TSV, converted sheets) of `CACHE_MIN_BYTES` or more are loaded into a
+    DuckDB database under ``cache_dir`` when queried a second time; smaller ones, first
+    queries and Parquet read the file in place.
     """
     import duckdb
 
@@ -453,7 +464,7 @@ def query_table(
     size = source.size if isinstance(source, OpenFile) else os.path.getsize(source)
     database = ":memory:"
     if table.format != "parquet" and size >= CACHE_MIN_BYTES:
-        database = _materialized(table, source, reader, cache_dir)
+        database = _materialized(table, source, reader, cache_dir) or ":memory:"
     with _connection([] if database != ":memory:" else [source], database) as (con, paths):
         try:
             if database == ":memory:":
