@@ -12,6 +12,7 @@ from typing import Any
 
 from ._archive import zip_entries
 from ._detect import HEAD_BYTES, Kind, kind_of, sniff
+from ._document import DOC_TOOLS, doc_kind, document_facts
 from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
 from ._image import image_facts
 from ._pdf import PdfFacts, probe_pdf
@@ -225,6 +226,13 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
         tools = TABLE_TOOLS
     if table is not None:
         facts["table"] = table
+    doc = doc_kind(name, mime) if table is None else None
+    if doc is not None:
+        facts["document"] = doc
+        more, more_notes = document_facts(fd, size, doc)
+        facts.update(more)
+        notes += more_notes
+        tools = (*tools, *DOC_TOOLS) if kind == "text" else DOC_TOOLS
     return Card(
         name=name,
         path=path,
@@ -261,6 +269,16 @@ def _render_facts(kind: str, facts: Mapping[str, Any]) -> list[str]:
         out.append(f"entries={entries}" if entries is not None else "entries=unknown")
     if "table" in facts:
         out.append(f"table={facts['table']}")
+    if "document" in facts:
+        out.append(f"document={facts['document']}")
+        for key in ("paragraphs", "headings", "tables", "images", "slides", "chapters"):
+            if key in facts:
+                out.append(f"{key}={facts[key]:,}")
+        for key in ("title", "author"):
+            if facts.get(key):
+                out.append(f"{key}={quote(str(facts[key]), limit=200)}")
+        if facts.get("titles"):
+            out.append(f"slide_titles={_names(facts['titles'])}")
     if "delimiter" in facts:
         out.append(f"delimiter={quote(facts['delimiter'])}")
     if "header" in facts:

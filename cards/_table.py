@@ -9,16 +9,15 @@ Parquet: rows and columns from the footer. None of it grows with the file.
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 import struct
 import zipfile
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import iterparse
+
+from ._zipxml import Budget, events
 
 __all__ = [
     "MAX_HEADER_COLUMNS",
@@ -103,33 +102,6 @@ def csv_facts(fd: int, size: int, fmt: str, codec: str) -> dict[str, Any]:
     return {"delimiter": delimiter, "columns": len(cells), "header": _header(cells)}
 
 
-class _Bounded(io.RawIOBase):
-    """A read-only view of a stream that ends after ``limit`` bytes."""
-
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
-        self.stream = stream
-        self.left = limit
-        self.exhausted = False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        want = min(len(buffer), self.left)
-        if want <= 0:
-            self.exhausted = True
-            return 0
-        data = self.stream.read(want)
-        buffer[: len(data)] = data
-        self.left -= len(data)
-        return len(data)
-
-
-def _events(z: zipfile.ZipFile, member: str, budget: int) -> Iterator[tuple[str, Any]]:
-    with z.open(member) as raw:
-        yield from iterparse(_Bounded(raw, budget), events=("start", "end"))
-
-
 def _column_number(letters: str) -> int:
     n = 0
     for ch in letters:
@@ -150,13 +122,13 @@ def _dimensions(ref: str) -> tuple[int, int] | None:
 def _xlsx_sheets(z: zipfile.ZipFile) -> list[tuple[str, str]]:
     """(name, member) of each sheet, in workbook order."""
     targets: dict[str, str] = {}
-    for event, el in _events(z, "xl/_rels/workbook.xml.rels", MAX_XML_BYTES):
+    for event, el in events(z, "xl/_rels/workbook.xml.rels", Budget(MAX_XML_BYTES)):
         if event == "end" and el.tag == _PKG_REL + "Relationship":
             target = el.get("Target", "")
             target = target.lstrip("/") if target.startswith("/") else "xl/" + target
             targets[el.get("Id", "")] = os.path.normpath(target)
     sheets = []
-    for event, el in _events(z, "xl/workbook.xml", MAX_XML_BYTES):
+    for event, el in events(z, "xl/workbook.xml", Budget(MAX_XML_BYTES)):
         if event == "end" and el.tag == _MAIN + "sheet":
             sheets.append((el.get("name", ""), targets.get(el.get(_REL + "id", ""), "")))
     return sheets
@@ -167,7 +139,7 @@ def _xlsx_first_row(z: zipfile.ZipFile, member: str) -> tuple[str | None, list[t
     ref: str | None = None
     cells: list[tuple[str, str]] = []
     in_row = False
-    for event, el in _events(z, member, MAX_XML_BYTES):
+    for event, el in events(z, member, Budget(MAX_XML_BYTES)):
         if event == "start" and el.tag == _MAIN + "row":
             in_row = True
         elif event == "end" and el.tag == _MAIN + "dimension":
@@ -197,7 +169,7 @@ def _shared_strings(z: zipfile.ZipFile, wanted: set[int]) -> dict[int, str]:
     out: dict[int, str] = {}
     index = 0
     top = max(wanted)
-    for event, el in _events(z, "xl/sharedStrings.xml", MAX_XML_BYTES):
+    for event, el in events(z, "xl/sharedStrings.xml", Budget(MAX_XML_BYTES)):
         if event == "end" and el.tag == _MAIN + "si":
             if index in wanted:
                 out[index] = "".join(t.text or "" for t in el.iter(_MAIN + "t") if t is not None)
@@ -233,7 +205,7 @@ def _ods_facts(z: zipfile.ZipFile) -> tuple[list[dict[str, Any]], int]:
     sheets: list[dict[str, Any]] = []
     row: list[str] | None = None
     current: dict[str, Any] | None = None
-    for event, el in _events(z, "content.xml", MAX_XML_BYTES):
+    for event, el in events(z, "content.xml", Budget(MAX_XML_BYTES)):
         if event == "start" and el.tag == _TABLE_NS + "table":
             current = {"name": el.get(_TABLE_NS + "name", "")}
             sheets.append(current)
@@ -267,6 +239,11 @@ def workbook_facts(fd: int, fmt: str) -> tuple[dict[str, Any], list[str]]:
             if len(z.infolist()) > MAX_ZIP_ENTRIES:
                 return {}, [f"workbook has over {MAX_ZIP_ENTRIES:,} zip entries; sheets not read"]
             sheets, total = _xlsx_facts(z) if fmt == "xlsx" else _ods_facts(z)
+    except Budget.Spent:
+        return {}, [
+            f"a workbook part is over the card's {MAX_XML_BYTES:,}-byte reading budget; "
+            "sheets left out: table_read lists them"
+        ]
     except (DefusedXmlException, SyntaxError) as exc:
         return {}, [f"workbook XML refused or unreadable: {type(exc).__name__}: {exc}"]
     except (zipfile.BadZipFile, KeyError, OSError, EOFError, RuntimeError, ValueError) as exc:

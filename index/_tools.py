@@ -82,6 +82,8 @@ TOOL_NAMES = (
     "image_view",
     "table_read",
     "table_query",
+    "doc_read",
+    "doc_search",
     "conversation_read",
     "conversation_search",
     "tool_search",

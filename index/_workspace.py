@@ -57,6 +57,7 @@ from .store._lifecycle import (
 )
 from .store._pages import MAX_READ_CHARS, page, readable
 from .store._store import ConversationInfo, SavedAttachment, Store, check_id
+from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
 from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
@@ -93,6 +94,13 @@ TablePath = Annotated[
     Field(
         description="Table file (CSV, TSV, xlsx, xlsm, ods, Parquet), absolute or relative "
         "to the first root."
+    ),
+]
+DocPath = Annotated[
+    str,
+    Field(
+        description="Document (docx, pptx, odt, odp, epub, html, markdown), absolute or "
+        "relative to the first root."
     ),
 ]
 SheetName = Annotated[
@@ -828,6 +836,103 @@ class Workspace:
         for hit in hits:
             hit["read"] = read_call(hit["conversation_id"], hit["message_id"])
         return {"query": query, "hits": hits}
+
+    # documents
+
+    def _document(self, f: OpenFile) -> str:
+        card = card_for_descriptor(f.fd, path=f.path)
+        fmt = card.facts.get("document")
+        if fmt is None:
+            raise WrongFileTypeError(
+                f"{f.path!r} is {card.mime}, not a document (docx, pptx, odt, odp, epub, html, "
+                f"markdown); read it with {', '.join(card.tools) or 'no tool'}"
+            )
+        return str(fmt)
+
+    def doc_read(
+        self,
+        path: DocPath,
+        part: Annotated[
+            str,
+            Field(
+                pattern=r"^\s*\d+\s*(-\s*\d+\s*)?$",
+                description='Parts "N" or "A-B": paragraphs or tables (docx, odt, html, '
+                "markdown), slides (pptx, odp), chapters (epub).",
+            ),
+        ] = "1-20",
+    ) -> dict[str, Any]:
+        """Read a range of a document's parts (paragraphs, slides or chapters), headings marked
+        with #, tables as | rows; at most 40,000 chars per call, with a `next` call."""
+        first, last = parse_rows(part)
+        with open_confined(path, self.roots) as f:
+            fmt = self._document(f)
+            parts: list[dict[str, Any]] = []
+            chars = 0
+            number = 0
+            more: bool | None = False
+            notes: list[str] = []
+            reader = contextlib.closing(iter_parts(f, fmt))
+            try:
+                with reader as produced:
+                    for number, text in enumerate(produced, start=1):
+                        if number < first:
+                            continue
+                        if number > last or (parts and chars + len(text) > MAX_PDF_READ_CHARS):
+                            more = True
+                            break
+                        parts.append({"part": number, "text": text})
+                        chars += len(text)
+            except WrongFileTypeError as exc:
+                if not parts:
+                    raise
+                notes.append(f"stopped after part {parts[-1]['part']}: {exc}")
+                more = None  # unknown: the rest cannot be read
+            if not parts and first > 1:
+                raise InvalidArgumentError(
+                    f"part {first} is past the end: the document has {number} parts"
+                )
+            nxt = None
+            if more and parts:
+                start = parts[-1]["part"] + 1
+                width = max(last - first + 1, 1)
+                nxt = f'doc_read(path={json.dumps(f.path)}, part="{start}-{start + width - 1}")'
+            return {
+                "path": f.path,
+                "format": fmt,
+                "parts": parts,
+                "total_parts": number if more is False else None,
+                "notes": notes,
+                "next": nxt,
+            }
+
+    def doc_search(
+        self,
+        path: DocPath,
+        query: WordsQuery,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most parts to return.")] = 10,
+    ) -> dict[str, Any]:
+        """Find the parts of a document (paragraphs, slides, chapters) that best match words
+        or a phrase, with snippets; the first search indexes the file."""
+        with open_confined(path, self.roots) as f:
+            fmt = self._document(f)
+            file_id, total, indexed_now = self._pages.ensure_parts(f, lambda: iter_parts(f, fmt))
+            hits = [
+                {"part": h["page"], "score": h["score"], "snippet": h["snippet"]}
+                for h in self._pages.search(file_id, query, limit)
+            ]
+            return {
+                "path": f.path,
+                "format": fmt,
+                "query": query,
+                "parts": total,
+                "indexed_now": indexed_now,
+                "hits": hits,
+                "next": (
+                    f'doc_read(path={json.dumps(f.path)}, part="{hits[0]["part"]}")'
+                    if hits
+                    else None
+                ),
+            }
 
     # tables
 

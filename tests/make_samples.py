@@ -101,6 +101,51 @@ def main() -> None:
     write_conversation(OUT / "conversation.jsonl")
     write_conversation_with_pdf(OUT / "conversation_with_pdf.jsonl", OUT / "classic_xref.pdf")
     write_tables()
+    write_documents()
+
+
+REPORT: list[officegen.Block] = [
+    ("h1", "Quarterly report"),
+    ("p", "Revenue grew in every region this quarter."),
+    ("h2", "By region"),
+    ("table", [["region", "amount"], ["north", "260"], ["south", "175.5"]]),
+    ("p", "The east office opened in Q2."),
+]
+DECK = [
+    ("Quarterly review", ["Revenue up 12%", "Two new regions"]),
+    ("Regions", ["north 260", "south 175.5", "east 60"]),
+    ("Next steps", ["Hire in the east office"]),
+]
+CHAPTERS = [
+    ("Arrival", "The ship came into the harbour at dawn."),
+    ("The market", "Spices, copper and paper changed hands."),
+    ("Departure", "By evening the harbour was empty again."),
+]
+
+
+def write_documents() -> None:
+    """The document samples (`python tests/make_samples.py documents`)."""
+    meta = {"title": "Quarterly report", "author": "Ada Finance"}
+    (OUT / "report.docx").write_bytes(officegen.docx(REPORT, images=1, **meta))
+    (OUT / "report.odt").write_bytes(officegen.odt(REPORT, **meta))
+    (OUT / "deck.pptx").write_bytes(
+        officegen.pptx(DECK, title="Quarterly review", author="Ada Finance")
+    )
+    (OUT / "deck.odp").write_bytes(
+        officegen.odp(DECK, title="Quarterly review", author="Ada Finance")
+    )
+    (OUT / "voyage.epub").write_bytes(
+        officegen.epub(CHAPTERS, title="A short voyage", author="R. Sailor")
+    )
+    (OUT / "page.html").write_text(
+        "<!doctype html><html><head><title>Release notes</title><style>p{}</style></head><body>"
+        "<h1>Release notes</h1><p>Tables and documents get real cards.</p>"
+        "<table><tr><th>tool</th><th>reads</th></tr><tr><td>doc_read</td><td>parts</td></tr></table>"
+        "<script>var hidden = 1;</script><p>Archives come next.</p></body></html>\n"
+    )
+    (OUT / "guide.md").write_text(
+        "# Guide\n\nleanreplay keeps replays lean.\n\n## Install\n\n```bash\npip install leanreplay\n\nleanreplay demo\n```\n\n## Use\nCall doc_read for parts.\n"
+    )
 
 
 SALES: list[list[officegen.Cell]] = [
@@ -230,4 +275,6 @@ def write_conversation(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    {"tables": write_tables}.get(sys.argv[1] if len(sys.argv) > 1 else "", main)()
+    {"tables": write_tables, "documents": write_documents}.get(
+        sys.argv[1] if len(sys.argv) > 1 else "", main
+    )()

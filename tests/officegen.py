@@ -192,3 +192,201 @@ def ods(sheets: Mapping[str, Sequence[Sequence[Cell]]]) -> bytes:
         "application/vnd.oasis.opendocument.spreadsheet",
         f"<office:spreadsheet>{tables}</office:spreadsheet>",
     )
+
+
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+Block = tuple[str, object]  # ("h1".."h9" | "p", text) or ("table", rows)
+
+
+def _core(title: str | None, author: str | None) -> str:
+    return (
+        _XML
+        + '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
+        'xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        + (f"<dc:title>{escape(title)}</dc:title>" if title else "")
+        + (f"<dc:creator>{escape(author)}</dc:creator>" if author else "")
+        + "</cp:coreProperties>"
+    )
+
+
+def docx(
+    blocks: Sequence[Block], *, title: str | None = None, author: str | None = None, images: int = 0
+) -> bytes:
+    body = []
+    for kind, value in blocks:
+        if kind == "table":
+            assert isinstance(value, list)
+            rows = "".join(
+                "<w:tr>"
+                + "".join(
+                    f"<w:tc><w:p><w:r><w:t>{escape(str(c))}</w:t></w:r></w:p></w:tc>" for c in row
+                )
+                + "</w:tr>"
+                for row in value
+            )
+            body.append(f"<w:tbl>{rows}</w:tbl>")
+        else:
+            style = (
+                f'<w:pPr><w:pStyle w:val="Heading{kind[1]}"/></w:pPr>'
+                if kind.startswith("h")
+                else ""
+            )
+            body.append(f"<w:p>{style}<w:r><w:t>{escape(str(value))}</w:t></w:r></w:p>")
+    parts: list[tuple[str, str | bytes]] = [
+        (
+            "[Content_Types].xml",
+            _types(
+                {
+                    "word/document.xml": "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+                }
+            ),
+        ),
+        ("_rels/.rels", _rels([("officeDocument", "word/document.xml")])),
+        (
+            "word/document.xml",
+            _XML + f'<w:document xmlns:w="{_W}"><w:body>{"".join(body)}</w:body></w:document>',
+        ),
+        ("docProps/core.xml", _core(title, author)),
+    ]
+    parts += [(f"word/media/image{i + 1}.png", b"\x89PNG\r\n\x1a\n") for i in range(images)]
+    return _zip(parts)
+
+
+_P = "http://schemas.openxmlformats.org/presentationml/2006/main"
+_A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+
+
+def pptx(
+    slides: Sequence[tuple[str, Sequence[str]]],
+    *,
+    title: str | None = None,
+    author: str | None = None,
+) -> bytes:
+    """Slides as (title, body lines)."""
+    overrides = {
+        "ppt/presentation.xml": "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+    }
+    parts: list[tuple[str, str | bytes]] = []
+    ids = []
+    for i, (heading, lines) in enumerate(slides, start=1):
+        overrides[f"ppt/slides/slide{i}.xml"] = (
+            "application/vnd.openxmlformats-officedocument.presentationml.slide+xml"
+        )
+        paras = "".join(f"<a:p><a:r><a:t>{escape(line)}</a:t></a:r></a:p>" for line in lines)
+        parts.append(
+            (
+                f"ppt/slides/slide{i}.xml",
+                _XML + f'<p:sld xmlns:p="{_P}" xmlns:a="{_A}"><p:cSld><p:spTree>'
+                '<p:sp><p:nvSpPr><p:cNvPr id="2" name="Title"/><p:cNvSpPr/><p:nvPr><p:ph type="title"/></p:nvPr></p:nvSpPr>'
+                f"<p:txBody><a:p><a:r><a:t>{escape(heading)}</a:t></a:r></a:p></p:txBody></p:sp>"
+                '<p:sp><p:nvSpPr><p:cNvPr id="3" name="Body"/><p:cNvSpPr/><p:nvPr><p:ph idx="1"/></p:nvPr></p:nvSpPr>'
+                f"<p:txBody>{paras}</p:txBody></p:sp>"
+                "</p:spTree></p:cSld></p:sld>",
+            )
+        )
+        ids.append(f'<p:sldId id="{255 + i}" r:id="rId{i}"/>')
+    head: list[tuple[str, str | bytes]] = [
+        ("[Content_Types].xml", _types(overrides)),
+        ("_rels/.rels", _rels([("officeDocument", "ppt/presentation.xml")])),
+        (
+            "ppt/presentation.xml",
+            _XML
+            + f'<p:presentation xmlns:p="{_P}" xmlns:r="{_DOC_REL}"><p:sldIdLst>{"".join(ids)}</p:sldIdLst></p:presentation>',
+        ),
+        (
+            "ppt/_rels/presentation.xml.rels",
+            _rels([("slide", f"slides/slide{i}.xml") for i in range(1, len(slides) + 1)]),
+        ),
+        ("docProps/core.xml", _core(title, author)),
+    ]
+    return _zip(head + parts)
+
+
+def _odf_meta(title: str | None, author: str | None) -> str:
+    return (f"<dc:title>{escape(title)}</dc:title>" if title else "") + (
+        f"<meta:initial-creator>{escape(author)}</meta:initial-creator>" if author else ""
+    )
+
+
+def odt(blocks: Sequence[Block], *, title: str | None = None, author: str | None = None) -> bytes:
+    body = []
+    for kind, value in blocks:
+        if kind == "table":
+            assert isinstance(value, list)
+            body.append(
+                "<table:table>"
+                + "".join(
+                    "<table:table-row>"
+                    + "".join(
+                        f"<table:table-cell><text:p>{escape(str(c))}</text:p></table:table-cell>"
+                        for c in row
+                    )
+                    + "</table:table-row>"
+                    for row in value
+                )
+                + "</table:table>"
+            )
+        elif kind.startswith("h"):
+            body.append(f'<text:h text:outline-level="{kind[1]}">{escape(str(value))}</text:h>')
+        else:
+            body.append(f"<text:p>{escape(str(value))}</text:p>")
+    return _odf(
+        "application/vnd.oasis.opendocument.text",
+        f"<office:text>{''.join(body)}</office:text>",
+        _odf_meta(title, author),
+    )
+
+
+def odp(
+    slides: Sequence[tuple[str, Sequence[str]]],
+    *,
+    title: str | None = None,
+    author: str | None = None,
+) -> bytes:
+    pages = "".join(
+        f'<draw:page draw:name="page{i}">'
+        f'<draw:frame presentation:class="title"><draw:text-box><text:p>{escape(heading)}</text:p></draw:text-box></draw:frame>'
+        '<draw:frame presentation:class="outline"><draw:text-box>'
+        + "".join(f"<text:p>{escape(line)}</text:p>" for line in lines)
+        + "</draw:text-box></draw:frame></draw:page>"
+        for i, (heading, lines) in enumerate(slides, start=1)
+    )
+    return _odf(
+        "application/vnd.oasis.opendocument.presentation",
+        f"<office:presentation>{pages}</office:presentation>",
+        _odf_meta(title, author),
+    )
+
+
+def epub(chapters: Sequence[tuple[str, str]], *, title: str, author: str) -> bytes:
+    """Chapters as (heading, paragraph)."""
+    items = "".join(
+        f'<item id="c{i}" href="text/ch{i}.xhtml" media-type="application/xhtml+xml"/>'
+        for i in range(1, len(chapters) + 1)
+    )
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(1, len(chapters) + 1))
+    parts: list[tuple[str, str | bytes]] = [
+        ("mimetype", "application/epub+zip"),
+        (
+            "META-INF/container.xml",
+            _XML
+            + '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>',
+        ),
+        (
+            "OEBPS/content.opf",
+            _XML
+            + '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            f'<dc:identifier id="id">book</dc:identifier><dc:title>{escape(title)}</dc:title><dc:creator>{escape(author)}</dc:creator></metadata>'
+            f"<manifest>{items}</manifest><spine>{spine}</spine></package>",
+        ),
+    ]
+    for i, (heading, text) in enumerate(chapters, start=1):
+        parts.append(
+            (
+                f"OEBPS/text/ch{i}.xhtml",
+                _XML
+                + f'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{escape(heading)}</title></head>'
+                f"<body><h1>{escape(heading)}</h1><p>{escape(text)}</p></body></html>",
+            )
+        )
+    return _zip(parts, stored_first="mimetype")

@@ -38,6 +38,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "notes_utf8.txt",
         "conversation.jsonl",
         "sales.xlsx",
+        "deck.pptx",
     ):
         (root / name).write_bytes((SAMPLES / name).read_bytes())
     pdfgen.write_pdf(str(root / "book.pdf"), 200, compress=True)
@@ -71,6 +72,8 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
         "image_view": {"path": "red_64x48.png", "max_side": 32},
         "table_read": {"path": "sales.xlsx", "rows": "2-3"},
         "table_query": {"path": "sales.xlsx", "sql": "SELECT count(*) AS n FROM t"},
+        "doc_read": {"path": "deck.pptx", "part": "2"},
+        "doc_search": {"path": "deck.pptx", "query": "hire"},
         "conversation_read": {"conversation_id": "conversation", "message_id": "m3"},
         "conversation_search": {"query": "quota"},
         "tool_search": {"query": "read numbered lines of a text file"},
@@ -110,6 +113,8 @@ def check(out: dict[str, Any]) -> None:
     assert json.loads(text_of(out["file_search"]))["hits"][0]["line"] == 3
     assert [r[0] for r in json.loads(text_of(out["table_read"]))["rows"]] == [2, 3]
     assert json.loads(text_of(out["table_query"]))["rows"] == [[5]]
+    assert json.loads(text_of(out["doc_read"]))["parts"][0]["text"].startswith("# Regions")
+    assert json.loads(text_of(out["doc_search"]))["hits"][0]["part"] == 3
     image = next(c for c in out["image_view"].content if c.type == "image")
     assert image.mime_type == "image/png"
     assert base64.b64decode(image.data).startswith(b"\x89PNG")

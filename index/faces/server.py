@@ -46,8 +46,8 @@ INSTRUCTIONS = (
     "leanreplay keeps the conversation lean: attachments appear as one-line cards and old tool "
     "output as placeholders. Each placeholder names the exact conversation_read call that "
     "returns the original; cards name the tool that reads the file (pdf_info, pdf_search, "
-    "pdf_read, file_read, file_search, image_view, table_read, table_query). Read only what "
-    "you need."
+    "pdf_read, file_read, file_search, image_view, table_read, table_query, doc_read, "
+    "doc_search). Read only what you need."
 )
 
 READ_ONLY = ToolAnnotations(

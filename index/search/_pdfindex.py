@@ -1,4 +1,5 @@
-"""PDF pages in Tantivy: one document per page, keyed by a fingerprint of the file.
+"""PDF pages in Tantivy: one document per page, keyed by a fingerprint of the file. Documents
+(docx, pptx, epub, ...) use the same index with one Tantivy document per part.
 
 The first search of a file extracts and indexes its pages; a manifest document, committed
 with the pages, marks the file as complete. Later searches reuse the index until the file
@@ -10,6 +11,7 @@ are extracted again (other files are re-indexed when they are next searched).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import tantivy
@@ -116,6 +118,44 @@ class PageIndex:
                 )
             )
         return file_id, True
+
+    def ensure_parts(
+        self, f: OpenFile, parts: Callable[[], Iterable[str]]
+    ) -> tuple[str, int, bool]:
+        """Index a document's parts (one Tantivy document each, numbered like pages) unless
+        they are; returns (file_id, part count, indexed now)."""
+        file_id = fingerprint(f)
+        known = self.indexed_pages(file_id)
+        if known is not None:
+            return file_id, known, False
+        count = 0
+        with self.index.writer() as writer:
+            writer.delete_documents_by_term("file_id", file_id)
+            writer.delete_documents_by_term("path", f.path)
+            for count, text in enumerate(parts(), start=1):
+                writer.add_document(
+                    self.index.document(
+                        {
+                            "kind": "page",
+                            "file_id": file_id,
+                            "path": f.path,
+                            "page": count,
+                            "text": text,
+                        }
+                    )
+                )
+            writer.add_document(
+                self.index.document(
+                    {
+                        "kind": "manifest",
+                        "file_id": file_id,
+                        "path": f.path,
+                        "page": count,
+                        "text": "",
+                    }
+                )
+            )
+        return file_id, count, True
 
     def search(self, file_id: str, query_text: str, limit: int) -> list[dict[str, Any]]:
         return self._search(file_id, query_text, limit)

@@ -79,6 +79,10 @@ def test_zip_entries_agree_with_zipfile(name: str) -> None:
         ("sales.xlsx", ["table_read", "table_query"]),
         ("sales.ods", ["table_read", "table_query"]),
         ("sales.parquet", ["table_read", "table_query"]),
+        ("report.docx", ["doc_read", "doc_search"]),
+        ("deck.pptx", ["doc_read", "doc_search"]),
+        ("voyage.epub", ["doc_read", "doc_search"]),
+        ("guide.md", ["file_read", "file_search", "doc_read", "doc_search"]),
     ],
     ids=str,
 )

@@ -128,9 +128,7 @@ def test_zip_bomb_sheet_reads_a_bounded_amount(tmp_path: Path) -> None:
     assert len(pad) > MAX_XML_BYTES
     card = card_for(path)  # returns; the budget ends the stream long before the pad does
     assert card.kind == "document"
-    assert any("unreadable" in w or "refused" in w for w in card.warnings) or card.facts[
-        "sheets"
-    ] == [{"name": "S", "header": []}]
+    assert any("reading budget" in w for w in card.warnings)
 
 
 def test_truncated_parquet_gets_a_warning(tmp_path: Path) -> None:
