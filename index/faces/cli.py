@@ -365,6 +365,14 @@ def _server_module() -> ModuleType:
 )
 @click.option("--no-auth", is_flag=True, help="Serve HTTP without a bearer token.")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback HTTP address.")
+@click.option(
+    "--upstream",
+    "upstream_config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Gateway mode: an mcpServers JSON config whose servers' tools are found with "
+    "tool_search and served once activated with tool_activate (stdio only).",
+)
 @click.pass_context
 @library_errors
 def serve(
@@ -373,9 +381,18 @@ def serve(
     token: str | None,
     no_auth: bool,
     allow_remote: bool,
+    upstream_config: str | None,
 ) -> None:
     """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
     server = _server_module()
+    if upstream_config is not None:
+        if http_address is not None:
+            raise click.ClickException("--upstream serves over stdio; drop --http")
+        from index.faces import gateway
+
+        specs = gateway.read_config(upstream_config)
+        gateway.serve_gateway_stdio(workspace(ctx), specs)
+        return
 
     if http_address is not None:
         host, _, port_text = http_address.rpartition(":")
