@@ -485,7 +485,7 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
         pieces.append(chunk)
         newlines += found
     data = b"".join(reversed(pieces))
-    raw_lines = data.split(b"\n") if end > 0 else []
+    raw_lines = data.split(b"\n") if size > 0 else []  # "\n" alone is one empty line
     notes: list[str] = []
     if pos > 0 and newlines < count:
         notes.append(
