@@ -110,9 +110,10 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
         ) from None
     root = next((r for r in roots if _inside(r, real)), None)
     if root is None:
+        # Never name where it resolves: a link's target, /proc/self/cwd or /proc/self/fd/N
+        # would tell the caller what lies outside the roots.
         raise OutsideRootsError(
-            f"{path!r} resolves to {real!r}, outside the allowed roots "
-            f"({', '.join(roots)}); read files inside them"
+            f"{path!r} is outside the allowed roots ({', '.join(roots)}); read files inside them"
         )
     parts = [p for p in os.path.relpath(real, root).split(os.sep) if p not in ("", ".")]
     fd = _walk(root, parts, path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -225,3 +226,32 @@ def test_open_confined_checks_every_component(layout: dict[str, Path]) -> None:
         open_confined("inside.txt", []),
     ):
         pass
+
+
+def test_a_refusal_names_only_the_given_path_and_the_roots(
+    layout: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hidden = tmp_path / "hidden-outside-dir"
+    hidden.mkdir()
+    (hidden / "target.txt").write_text("outside\n")
+    (layout["root"] / "link.txt").symlink_to(hidden / "target.txt")
+    cwd = tmp_path / "server-working-dir"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    with ws_for(layout) as ws:
+        ws.conversation_search("anything")  # opens the store and its index files
+        store = os.path.realpath(ws.store.path)
+        fds = [
+            f"/proc/self/fd/{fd}"
+            for fd in os.listdir("/proc/self/fd")
+            if os.path.realpath(f"/proc/self/fd/{fd}") == store
+        ]
+        assert fds, "the store is open in this process"
+        secrets = [store, str(cwd), sys.executable, os.path.realpath(sys.executable), str(hidden)]
+        for path in [*fds, "/proc/self/cwd/x", "/proc/self/exe", "link.txt"]:
+            with pytest.raises(OutsideRootsError) as info:
+                ws.file_read(path)
+            message = str(info.value)
+            assert message.startswith(repr(path)), message
+            for secret in secrets:
+                assert secret not in message, (path, secret, message)
