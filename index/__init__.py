@@ -29,6 +29,7 @@ from ._errors import (
 from ._tools import TOOL_NAMES, tool_schemas
 from ._workspace import FoldResult, Workspace
 from .store._importers import FORMATS
+from .store._ingest import FileReport, IngestError, IngestReport
 from .store._store import ConversationInfo
 
 __all__ = [
@@ -37,8 +38,11 @@ __all__ = [
     "ConversationNotFoundError",
     "FORMATS",
     "FileChangedError",
+    "FileReport",
     "FoldResult",
     "ImportFormatError",
+    "IngestError",
+    "IngestReport",
     "InvalidArgumentError",
     "NotAFileError",
     "NotFoundError",

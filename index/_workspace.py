@@ -10,7 +10,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -45,7 +45,8 @@ from .search._convindex import MessageIndex
 from .search._pdfindex import PageIndex
 from .store._activations import Activations
 from .store._attachments import inline_blocks, save_inline
-from .store._importers import load
+from .store._importers import FORMATS, NotALogError, load
+from .store._ingest import FileReport, IngestError, IngestReport, IngestStatus, log_files
 from .store._lifecycle import (
     FoldResult,
     SizePoint,
@@ -185,48 +186,115 @@ class Workspace:
 
     def ingest(
         self,
-        path: str | os.PathLike[str],
-        *,
+        *paths: str | os.PathLike[str],
         format: str = "auto",
         conversation_id: str | None = None,
-    ) -> list[str]:
-        """Import a log file (see `FORMATS`); returns the conversation ids it stored.
+        errors: Literal["raise", "report"] = "raise",
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> IngestReport:
+        """Import agent logs (see `FORMATS`): files, globs and folders (every file with a log
+        suffix under it, recursively, in sorted order). A Claude Code project folder gives
+        every session.
 
         Re-importing a log that has grown appends only the new messages; a log that no
-        longer matches what is stored under its id is refused.
+        longer matches what is stored under its id is refused. Iterating the returned report
+        gives the conversation ids; ``report.files`` says per file whether it was imported,
+        appended, unchanged, refused (with the reason) or skipped (in a folder, no log format).
+
+        Args:
+            conversation_id: store the one conversation of the one file under this id.
+            errors: ``"raise"`` (default): after trying every file, raise if any was refused
+                (the one error itself, or `IngestError` with the ``report``); ``"report"``:
+                return the report with the refusals in it.
+            progress: called with (files done, files in all, path) before each file.
 
         Raises:
-            ImportFormatError: the file is not in the format given or detected, or it
+            ImportFormatError: a file is not in the format given or detected, or it
                 conflicts with a stored conversation of the same id.
+            InvalidArgumentError: an unknown format, or a conversation id with several files.
         """
-        source = os.path.abspath(os.fspath(path))
-        if not os.path.isfile(source):
-            raise ImportFormatError(f"no file at {source!r} to ingest")
+        if format not in FORMATS:
+            raise InvalidArgumentError(
+                f"format must be one of {', '.join(FORMATS)}, got {format!r}"
+            )
+        if errors not in ("raise", "report"):
+            raise InvalidArgumentError(f'errors must be "raise" or "report", got {errors!r}')
         if conversation_id is not None:
             check_id("conversation_id", conversation_id)
-        ids = []
-        for item in load(source, format=format, conversation_id=conversation_id):
-            cid = check_id("conversation_id", item.conversation_id)
-            if self.allowed is not None and cid not in self.allowed:
-                raise ConversationNotFoundError(
-                    f"conversation {cid!r} is not in this workspace's allowlist"
-                )
-            saved = _Attachments(self.attachments_dir)
-            # Save the likely new messages' attachments before taking the write lock; the
-            # store decides inside its transaction what is new, and asks for any others.
-            stored = self.store.info(cid).messages if self.store.exists(cid) else 0
-            for message in item.messages[stored:]:
-                saved(message)
-            self.store.ingest(
-                cid,
-                item.messages,
-                source=source,
-                format=item.format,
-                notes=item.notes,
-                attachments=saved,
+        files = list(log_files(paths))
+        if conversation_id is not None and len(files) != 1:
+            raise InvalidArgumentError(
+                f"a conversation id names one conversation, but the paths name {len(files)} "
+                "files; ingest that one file alone, or leave the id out"
             )
-            ids.append(cid)
-        return ids
+        reports = []
+        for done, (path, in_folder, problem) in enumerate(files):
+            if progress is not None:
+                progress(done, len(files), path)
+            if problem is not None:
+                error = ImportFormatError(f"{path}: {problem}")
+                reports.append(FileReport(path, "refused", reason=problem, error=error))
+                continue
+            reports.append(self._ingest_file(path, in_folder, format, conversation_id))
+        if progress is not None:
+            progress(len(files), len(files), "")
+        report = IngestReport(tuple(reports))
+        if errors == "raise" and report.refused:
+            refused = report.refused
+            if len(refused) == 1 and refused[0].error is not None:
+                raise refused[0].error
+            raise IngestError(
+                f"{len(refused)} of {len(reports)} files refused: "
+                + "; ".join(str(f.error or f.reason) for f in refused),
+                report,
+            )
+        return report
+
+    def _ingest_file(
+        self, source: str, in_folder: bool, format: str, conversation_id: str | None
+    ) -> FileReport:
+        ids: list[str] = []
+        added = 0
+        new = False
+        notes: list[str] = []
+        formats: list[str] = []
+        try:
+            for item in load(source, format=format, conversation_id=conversation_id):
+                cid = check_id("conversation_id", item.conversation_id)
+                if self.allowed is not None and cid not in self.allowed:
+                    raise ConversationNotFoundError(
+                        f"conversation {cid!r} is not in this workspace's allowlist"
+                    )
+                saved = _Attachments(self.attachments_dir)
+                # Save the likely new messages' attachments before taking the write lock; the
+                # store decides inside its transaction what is new, and asks for any others.
+                existed = self.store.exists(cid)
+                stored = self.store.info(cid).messages if existed else 0
+                for message in item.messages[stored:]:
+                    saved(message)
+                added += len(
+                    self.store.ingest(
+                        cid,
+                        item.messages,
+                        source=source,
+                        format=item.format,
+                        notes=item.notes,
+                        attachments=saved,
+                    )
+                )
+                new = new or not existed
+                ids.append(cid)
+                notes += item.notes
+                formats.append(item.format)
+        except NotALogError as exc:
+            if in_folder:
+                return FileReport(source, "skipped", reason="not in a known log format")
+            return FileReport(source, "refused", reason=str(exc), error=exc)
+        except WorkspaceError as exc:
+            return FileReport(source, "refused", tuple(ids), added, reason=str(exc), error=exc)
+        status: IngestStatus = "imported" if new else "appended" if added else "unchanged"
+        fmt = formats[0] if formats else None
+        return FileReport(source, status, tuple(ids), added, fmt, tuple(dict.fromkeys(notes)))
 
     def append(self, conversation_id: str, message: Mapping[str, Any]) -> str:
         """Store one message at the end of a conversation (created if new); returns its id.

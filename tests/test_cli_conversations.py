@@ -21,7 +21,7 @@ def run(home: Path, *args: str) -> tuple[int, str]:
 def test_ingest_replay_and_call_round_trip(tmp_path: Path) -> None:
     code, out = run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"))
     assert code == 0
-    assert out.startswith("conversation: 8 messages, anthropic")
+    assert out.startswith("imported  sample_files/conversation.jsonl -> conversation: 8 messages")
     code, out = run(tmp_path, "replay", "conversation", "--json")
     assert code == 0
     data = json.loads(out)

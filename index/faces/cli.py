@@ -18,7 +18,7 @@ from typing import Any, TextIO, TypeVar, cast
 import click
 
 import cards
-from index import FORMATS, Workspace, WorkspaceError, tool_schemas
+from index import FORMATS, FileReport, Workspace, WorkspaceError, tool_schemas
 from placeholders import (
     DEFAULT_MIN_CHARS,
     PlaceholderError,
@@ -129,35 +129,65 @@ def card(paths: tuple[str, ...], as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
-@click.option("--conversation-id", default=None, help="Store under this id instead of the file's.")
+@click.option(
+    "--conversation-id", default=None, help="Store the one file's conversation under this id."
+)
 @json_option
 @click.pass_context
 @library_errors
 def ingest(
-    ctx: click.Context, file: str, fmt: str, conversation_id: str | None, as_json: bool
+    ctx: click.Context, paths: tuple[str, ...], fmt: str, conversation_id: str | None, as_json: bool
 ) -> None:
-    """Import an agent log (JSON/JSONL messages, Claude Code, mini-swe-agent, tau-bench)."""
+    """Import agent logs: files, globs and folders (JSON/JSONL messages, OpenAI Responses
+    items, Claude Code, mini-swe-agent, tau-bench). A folder gives every log under it, so a
+    Claude Code project folder (~/.claude/projects/NAME) gives every session. Exits 1 when
+    any file was refused."""
     with workspace(ctx) as ws:
-        ids = ws.ingest(file, format=fmt, conversation_id=conversation_id)
-        infos = [ws.info(cid) for cid in ids]
+        if sys.stderr.isatty() and not as_json:
+            with click.progressbar(length=1, label="ingesting", file=sys.stderr) as bar:
+
+                def progress(done: int, total: int, path: str) -> None:
+                    bar.length = max(total, 1)
+                    bar.label = f"ingesting {os.path.basename(path)}"[:60]
+                    bar.update(done - bar.pos)
+
+                report = ws.ingest(
+                    *paths,
+                    format=fmt,
+                    conversation_id=conversation_id,
+                    errors="report",
+                    progress=progress,
+                )
+        else:
+            report = ws.ingest(*paths, format=fmt, conversation_id=conversation_id, errors="report")
+        sizes = {cid: ws.info(cid).messages for cid in report}
     if as_json:
-        emit_json(
-            [
-                {
-                    "conversation_id": i.id,
-                    "messages": i.messages,
-                    "format": i.format,
-                    "notes": i.notes,
-                }
-                for i in infos
-            ]
-        )
-        return
-    for info in infos:
-        notes = f" ({'; '.join(info.notes)})" if info.notes else ""
-        click.echo(f"{info.id}: {info.messages} messages, {info.format}{notes}")
+        emit_json(report.to_dict())
+    else:
+        for file in report.files:
+            click.echo(ingest_line(file, sizes))
+        click.echo(f"-- {report.summary()}")
+    if not report.ok:
+        sys.exit(1)
+
+
+def ingest_line(file: FileReport, sizes: dict[str, int]) -> str:
+    """One line per file: status, path, and what it stored or why it was refused."""
+    path = os.path.relpath(file.path) if file.path.startswith(os.getcwd() + os.sep) else file.path
+    head = f"{file.status:<9} {path}"
+    if file.status in ("refused", "skipped"):
+        return f"{head}: {file.reason}"
+    ids = file.conversation_ids
+    if len(ids) == 1:
+        what = f"{ids[0]}: {sizes.get(ids[0], 0)} messages, {file.format}"
+    else:
+        what = f"{len(ids)} conversations, {file.format}"
+    if file.status == "appended":
+        what += f", {file.added} new"
+    notes = f" ({'; '.join(file.notes)})" if file.notes else ""
+    return f"{head} -> {what}{notes}"
 
 
 @cli.command()
@@ -195,11 +225,31 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
     default=None,
     help="Recent exchanges (or turns) kept verbatim.",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="Format of TARGET when it is a log file.",
+)
+@click.option(
+    "--conversation-id",
+    default=None,
+    help="When TARGET is a log file: store its conversation under this id.",
+)
 @json_option
 @click.pass_context
 @library_errors
 def replay_command(
-    ctx: click.Context, target: str, age_unit: str, min_chars: int, keep: int | None, as_json: bool
+    ctx: click.Context,
+    target: str,
+    age_unit: str,
+    min_chars: int,
+    keep: int | None,
+    fmt: str,
+    conversation_id: str | None,
+    as_json: bool,
 ) -> None:
     """Print the lean replay of TARGET (a stored conversation id, or a log file to ingest)."""
     options: dict[str, Any] = {"age_unit": age_unit, "min_chars": min_chars}
@@ -209,7 +259,15 @@ def replay_command(
         ] = keep
     policy = ReplayPolicy(**options)
     with workspace(ctx) as ws:
-        ids = ws.ingest(target) if os.path.isfile(target) else [target]
+        if os.path.isfile(target):
+            ids = list(ws.ingest(target, format=fmt, conversation_id=conversation_id))
+        elif conversation_id is not None or fmt != "auto":
+            raise click.UsageError(
+                "--conversation-id and --format apply when TARGET is a log file; "
+                f"there is no file {target!r}"
+            )
+        else:
+            ids = [target]
         results = {cid: ws.replay(cid, policy) for cid in ids}
     if as_json:
         if len(results) == 1:

@@ -20,7 +20,16 @@ from placeholders import SPLIT_KEY
 
 from .._errors import ImportFormatError, InvalidArgumentError
 
-__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "Imported", "conversation_name", "load"]
+__all__ = [
+    "FORMATS",
+    "LOG_SUFFIXES",
+    "MAX_IMPORT_BYTES",
+    "Imported",
+    "NotALogError",
+    "conversation_name",
+    "file_stem",
+    "load",
+]
 
 FORMATS = ("auto", "openai", "anthropic", "claude-code", "mini-swe-agent", "tau-bench")
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024  # whole-file JSON formats are loaded into memory
@@ -33,6 +42,10 @@ _CLAUDE_INJECTED = (
     "<local-command-stdout>",
     "<local-command-stderr>",
 )
+
+
+class NotALogError(ImportFormatError):
+    """No known log format fits the file (format "auto")."""
 
 
 @dataclass
@@ -190,10 +203,10 @@ def _detect(path: str, whole: Any, text: str) -> str:
         return "claude-code"
     if values and all(isinstance(v, dict) and "role" in v for v in values):
         return _provider_of(values)
-    raise ImportFormatError(
+    raise NotALogError(
         f"cannot tell the format of {path}: expected a JSON array or JSONL of messages, a "
         "Claude Code session, a mini-swe-agent .traj.json or a tau-bench array; name one "
-        f"with --format ({', '.join(FORMATS[1:])})"
+        f"with --format (format= in the library): {', '.join(FORMATS[1:])}"
     )
 
 

@@ -134,7 +134,7 @@ def test_reingest_repairs_cards_an_older_version_lost(tmp_path: Path) -> None:
         db.execute("DELETE FROM attachments")  # what a kill between two commits left
     with Workspace(tmp_path / "home") as ws:
         assert ws.replay("scan").messages[0]["content"][1]["type"] == "image"
-        assert ws.ingest(log) == ["scan"]
+        assert list(ws.ingest(log)) == ["scan"]
         assert ws.info("scan").messages == 1
         card = ws.replay("scan").messages[0]["content"][1]
         assert card["type"] == "text"
@@ -146,7 +146,7 @@ def test_a_nul_byte_in_an_attachment_title_is_stored_with_its_card(tmp_path: Pat
     png = (REPO / "sample_files" / "red_64x48.png").read_bytes()
     _attachment_log(log, png, title="scan.p\x00ng")
     with Workspace(tmp_path / "home") as ws:
-        assert ws.ingest(log) == ["scan"]
+        assert list(ws.ingest(log)) == ["scan"]
         card = ws.replay("scan").messages[0]["content"][1]["text"]
         assert "64x48" in card
         assert "\x00" not in card

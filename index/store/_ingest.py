@@ -1,0 +1,150 @@
+"""Many logs at once: which files a list of paths, globs and folders names, and the report of
+what importing each one did."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .._errors import ImportFormatError
+from ._importers import LOG_SUFFIXES
+
+__all__ = ["FileReport", "IngestError", "IngestReport", "IngestStatus", "log_files"]
+
+IngestStatus = Literal["imported", "appended", "unchanged", "refused", "skipped"]
+STATUSES: tuple[IngestStatus, ...] = ("imported", "appended", "unchanged", "refused", "skipped")
+
+_GLOB_CHARS = ("*", "?", "[")
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What ingesting one file did.
+
+    ``status``: ``imported`` (a new conversation), ``appended`` (a grown log: new messages
+    added), ``unchanged``, ``refused`` (``reason`` says why; nothing of it stored unless
+    ``conversation_ids`` names what was stored before the refusal), or ``skipped`` (a file
+    found in a folder that is in no known log format).
+    """
+
+    path: str
+    status: IngestStatus
+    conversation_ids: tuple[str, ...] = ()
+    added: int = 0
+    format: str | None = None
+    notes: tuple[str, ...] = ()
+    reason: str | None = None
+    error: Exception | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "status": self.status,
+            "conversation_ids": list(self.conversation_ids),
+            "added": self.added,
+            "format": self.format,
+            "notes": list(self.notes),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """One `FileReport` per file, in the order they were imported.
+
+    Iterating a report gives the ids of the conversations it stored or found unchanged, so
+    ``(cid,) = ws.ingest("chat.jsonl")`` reads the one id of a one-conversation log.
+    """
+
+    files: tuple[FileReport, ...]
+
+    @property
+    def conversation_ids(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for report in self.files:
+            if report.status != "refused":
+                seen.update(dict.fromkeys(report.conversation_ids))
+        return list(seen)
+
+    @property
+    def refused(self) -> list[FileReport]:
+        return [f for f in self.files if f.status == "refused"]
+
+    @property
+    def ok(self) -> bool:
+        """True when no file was refused."""
+        return not self.refused
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(f.status == s for f in self.files) for s in STATUSES}
+
+    def summary(self) -> str:
+        """``"3 imported, 1 appended, 0 unchanged, 1 refused"`` (and skipped, when any)."""
+        counts = self.counts()
+        shown = [s for s in STATUSES if s != "skipped" or counts[s]]
+        return ", ".join(f"{counts[s]} {s}" for s in shown)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": [f.to_dict() for f in self.files], "counts": self.counts()}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.conversation_ids)
+
+    def __len__(self) -> int:
+        return len(self.conversation_ids)
+
+
+class IngestError(ImportFormatError):
+    """Some files were refused; ``report`` says what happened to each file."""
+
+    def __init__(self, message: str, report: IngestReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def log_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, bool, str | None]]:
+    """``(absolute path, found in a folder, problem)`` for each file the paths name.
+
+    A folder stands for every file under it with a log suffix (``.jsonl``, ``.ndjson``,
+    ``.json``, ``.traj.json``), recursively, in sorted order; a glob (``*``, ``?``, ``[``,
+    ``**``) for its sorted matches. A path that names nothing comes back with the problem.
+    Each file comes once.
+    """
+    seen: set[str] = set()
+
+    def once(path: str, in_folder: bool) -> Iterator[tuple[str, bool, str | None]]:
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            yield path, in_folder, None
+
+    for given in paths:
+        text = os.path.abspath(os.path.expanduser(os.fspath(given)))
+        if os.path.isdir(text):
+            for found in _walk(text):
+                yield from once(found, True)
+        elif os.path.exists(text):
+            yield from once(text, False)
+        elif any(c in os.fspath(given) for c in _GLOB_CHARS):
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                yield text, False, "no file matches this pattern"
+            for match in matches:
+                if os.path.isdir(match):
+                    for found in _walk(match):
+                        yield from once(found, True)
+                else:
+                    yield from once(match, False)
+        else:
+            yield text, False, "no file or folder here"
+
+
+def _walk(folder: str) -> Iterator[str]:
+    for top, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(LOG_SUFFIXES):
+                yield os.path.join(top, name)
