@@ -119,6 +119,10 @@ def test_cli_summary_lists_each_refusal_and_exits_non_zero(tmp_path: Path) -> No
     assert lines[1].startswith("refused   ")
     assert "cannot tell the format" in lines[1]
     assert lines[-1] == "-- 1 imported, 0 appended, 0 unchanged, 1 refused"
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path), "ingest", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: cannot tell the format"), "one file: one error line"
+    assert len(result.output.strip().splitlines()) == 1
     code, out = run(tmp_path, "ingest", "--json", str(bad), str(SAMPLES / "conversation.jsonl"))
     assert code == 1
     data = json.loads(out)

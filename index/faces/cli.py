@@ -142,8 +142,8 @@ def ingest(
 ) -> None:
     """Import agent logs: files, globs and folders (JSON/JSONL messages, OpenAI Responses
     items, Claude Code, mini-swe-agent, tau-bench). A folder gives every log under it, so a
-    Claude Code project folder (~/.claude/projects/NAME) gives every session. Exits 1 when
-    any file was refused."""
+    Claude Code project folder (~/.claude/projects/NAME) gives every session. Prints a line
+    per file and a summary; exits 1 when any file was refused (one file: its one-line error)."""
     with workspace(ctx) as ws:
         if sys.stderr.isatty() and not as_json:
             with click.progressbar(length=1, label="ingesting", file=sys.stderr) as bar:
@@ -163,6 +163,8 @@ def ingest(
         else:
             report = ws.ingest(*paths, format=fmt, conversation_id=conversation_id, errors="report")
         sizes = {cid: ws.info(cid).messages for cid in report}
+    if len(report.files) == 1 and not report.ok:
+        raise click.ClickException(str(report.files[0].error or report.files[0].reason))
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -178,7 +180,10 @@ def ingest_line(file: FileReport, sizes: dict[str, int]) -> str:
     path = os.path.relpath(file.path) if file.path.startswith(os.getcwd() + os.sep) else file.path
     head = f"{file.status:<9} {path}"
     if file.status in ("refused", "skipped"):
-        return f"{head}: {file.reason}"
+        reason = str(file.reason)
+        if reason.startswith(file.path + " "):
+            reason = reason[len(file.path) + 1 :]  # the path is at the head of the line already
+        return f"{head}: {reason}"
     ids = file.conversation_ids
     if len(ids) == 1:
         what = f"{ids[0]}: {sizes.get(ids[0], 0)} messages, {file.format}"
