@@ -8,7 +8,7 @@
 
 from ._card import TOOLS_BY_KIND, Card, card_for, card_for_descriptor, human_size, pdf_facts, quote
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
-from ._pdf import PdfFacts, probe_pdf
+from ._pdf import PdfFacts, decode_text_string, probe_pdf
 
 __all__ = [
     "Card",
@@ -20,6 +20,7 @@ __all__ = [
     "TOOLS_BY_KIND",
     "card_for",
     "card_for_descriptor",
+    "decode_text_string",
     "human_size",
     "pdf_facts",
     "probe_pdf",

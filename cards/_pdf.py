@@ -51,7 +51,7 @@ _SUBSECTION = re.compile(rb"[ \t\n\r\f\x00]*(\d+)[ \t]+(\d+)[ \t]*(?:\r\n|\r|\n)
 _ENTRY = re.compile(rb"(\d{10})[ ](\d{5})[ ]([fn])")
 _SCAN_OBJ = re.compile(rb"(?<![0-9])(\d{1,10})[ \t\r\n\f\x00]+(\d{1,5})[ \t\r\n\f\x00]+obj\b")
 _SCAN_TRAILER = re.compile(rb"trailer[ \t\r\n\f\x00]*<<")
-_SCAN_TYPE = re.compile(rb"/Type[ \t\r\n\f\x00]*/(XRef|ObjStm)\b")
+_SCAN_TYPE = re.compile(rb"/Type[ \t\r\n\f\x00]*/(XRef|ObjStm|Page)(?![A-Za-z0-9])")
 
 
 class _Free:
@@ -450,6 +450,7 @@ class PdfDocument:
         self._recovered: dict[int, int] | None = None
         self._recovered_members: dict[int, _InStream] | None = None
         self._recovered_streams: list[int] = []
+        self.recovered_pages: set[int] = set()  # /Type /Page objects seen by the recovery scan
         self.trailer: dict[str, PdfObject] = {}
 
     # construction
@@ -502,6 +503,8 @@ class PdfDocument:
                 continue
             if kind == b"ObjStm":
                 doc._recovered_streams.append(num)
+            elif kind == b"Page":
+                doc.recovered_pages.add(num)
             else:
                 xref_streams.append(num)
         for pos in trailers:
@@ -704,7 +707,17 @@ def probe_pdf(fd: int, size: int) -> PdfFacts:
         reason = str(exc)
     try:
         doc, notes = PdfDocument.recover(fd, size)
-        _read_facts(doc, facts)
+        try:
+            _read_facts(doc, facts)
+        except Broken as exc:
+            if not doc.recovered_pages:
+                raise
+            # The page tree is gone but its pages are not (readers such as poppler list them).
+            facts.pages = len(doc.recovered_pages)
+            facts.warnings.append(
+                f"page tree unreadable ({exc}); counted the {facts.pages} /Type /Page objects "
+                "found by scanning"
+            )
         facts.warnings.append(
             f"cross-reference index unusable ({reason}); facts recovered by scanning object headers"
         )
@@ -789,13 +802,24 @@ _PDFDOC_LOW = "\u02d8\u02c7\u02c6\u02d9\u02dd\u02db\u02da\u02dc"  # 0x18-0x1F
 
 
 def decode_text_string(raw: bytes) -> str:
-    """A PDF text string: UTF-16 with a BOM, UTF-8 with a BOM, else PDFDocEncoding."""
+    """A PDF text string as people read it: UTF-16 with a BOM, UTF-8 with a BOM, UTF-8
+    without one (many producers write that; PDFDocEncoding text is almost never valid
+    multi-byte UTF-8), else PDFDocEncoding. Trailing NULs (C-string habits) are dropped."""
+    return _decode_text_string(raw).rstrip("\x00")
+
+
+def _decode_text_string(raw: bytes) -> str:
     if raw.startswith(b"\xfe\xff"):
         return raw[2:].decode("utf-16-be", "replace")
     if raw.startswith(b"\xff\xfe"):
         return raw[2:].decode("utf-16-le", "replace")
     if raw.startswith(b"\xef\xbb\xbf"):
         return raw[3:].decode("utf-8", "replace")
+    if any(b >= 0x80 for b in raw):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
     out = []
     for b in raw:
         if 0x18 <= b <= 0x1F:

@@ -62,7 +62,13 @@ from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
 from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
-from .tools._pdftext import ProgressCallback, extract_range, page_count, pdf_metadata
+from .tools._pdftext import (
+    PasswordRequired,
+    ProgressCallback,
+    extract_range,
+    page_count,
+    pdf_metadata,
+)
 from .tools._tables import (
     TableFile,
     parse_rows,
@@ -1150,14 +1156,14 @@ def _pdf_backend(f: OpenFile, *, only_typed: bool = False) -> Iterator[None]:
         yield
     except (WorkspaceError, OSError):
         raise
+    except PasswordRequired:  # whichever backend found it: one actionable sentence
+        raise WrongFileTypeError(
+            f"{f.path!r} is encrypted with a password; its pages cannot be read. "
+            "pdf_info still shows what is readable without it"
+        ) from None
     except Exception as exc:
         if only_typed and not isinstance(exc, _backend_errors()):
             raise
-        if "password" in str(exc).lower():
-            raise WrongFileTypeError(
-                f"{f.path!r} is encrypted with a password; its pages cannot be read. "
-                "pdf_info still shows what is readable without it"
-            ) from None
         raise WrongFileTypeError(
             f"{f.path!r} cannot be read as a PDF ({type(exc).__name__}: {exc}); it may be "
             "truncated or damaged. pdf_info shows what its index still holds"

@@ -55,6 +55,12 @@ def main() -> None:
         str(OUT / "encrypted_object_streams.pdf"),
     )
 
+    (OUT / "broken_page_tree.pdf").write_bytes(pdfgen.lost_page_tree_pdf(3))
+    (OUT / "metadata_encodings.pdf").write_bytes(
+        pdfgen.one_page_pdf(b"BT /F1 10 Tf 40 800 Td (metadata) Tj ET\n", pdfgen.METADATA_INFO)
+    )
+    (OUT / "hyphenated.pdf").write_bytes(pdfgen.one_page_pdf(pdfgen.HYPHENATED_CONTENT))
+
     Image.new("RGB", (64, 48), (200, 30, 30)).save(OUT / "red_64x48.png")
     Image.new("RGB", (120, 80), (30, 120, 200)).save(OUT / "blue_120x80.jpg", quality=80)
     frames = [Image.new("RGB", (32, 32), (i * 50, 255 - i * 50, 90)) for i in range(5)]

@@ -336,3 +336,66 @@ def _kids_of(data: bytes) -> list[int]:
     body = data[at + 7 : data.index(b"]", at)]
     parts = body.split()
     return [int(parts[i]) for i in range(0, len(parts), 3)]
+
+
+def lost_page_tree_pdf(pages: int = 3) -> bytes:
+    """The page tree object is gone (the catalog still points at it) and ``startxref`` points
+    nowhere, while the pages themselves are intact: the shape of py-pdf/sample-files'
+    017-unreadable-meta-data, which PDFium and pypdf refuse and poppler reads."""
+    w = build_text_pdf(pages)
+    del w.objects[w._root + 1]  # type: ignore[attr-defined] # the tree: reserved after the root
+    out = io.BytesIO()
+    w.write(out, root=w._root)  # type: ignore[attr-defined]
+    data = out.getvalue()
+    return data[: data.rindex(b"startxref")] + b"startxref\n17\n%%EOF\n"
+
+
+def one_page_pdf(content: bytes, info: dict[str, bytes] | None = None) -> bytes:
+    """One page drawn by ``content`` (font /F1 is WinAnsi Helvetica); ``info`` values are the
+    raw bytes of Info dictionary strings, written as hex strings."""
+    w = PdfWriter()
+    catalog = w.reserve()
+    tree = w.reserve()
+    font = w.add(
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+    )
+    stream = w.add_stream(content)
+    page = w.add(
+        b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 595 842] /Contents %d 0 R "
+        b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (tree, stream, font)
+    )
+    w.set(tree, b"<< /Type /Pages /Kids [%d 0 R] /Count 1 >>" % page)
+    w.set(catalog, b"<< /Type /Catalog /Pages %d 0 R >>" % tree)
+    entries = b" ".join(
+        b"/%s <%s>" % (k.encode(), v.hex().encode()) for k, v in (info or {}).items()
+    )
+    info_num = w.add(b"<< %s >>" % entries) if info else None
+    out = io.BytesIO()
+    w.write(out, root=catalog, info=info_num)
+    return out.getvalue()
+
+
+# A hyphen at the end of a line (PDFium reports it as U+FFFE) and soft hyphens (0xAD).
+HYPHENATED_CONTENT = (
+    b"BT /F1 10 Tf 12 TL 40 800 Td (The quick exam-) ' (ple of soft\xadhyphen and end\xad) ' "
+    b"(ing here.) ' ET\n"
+)
+HYPHENATED_TEXT = "The quick exam-\nple of soft-hyphen and end-\ning here."
+
+# Info strings as producers write them, and what people read.
+METADATA_INFO = {
+    "Title": "Rapport d’activité — été 2024".encode(),  # UTF-8 without a BOM
+    "Author": b"\xfe\xff" + "Zoë Ångström".encode("utf-16-be") + b"\x00\x00",  # and a NUL
+    "Subject": b"\x8dQuarterly\x8e review \x84 draft",  # PDFDocEncoding: quotes, em dash
+    "Producer": b"pdfgen\x00",
+    "CreationDate": b"D:20100503143917-05'00'",
+    "ModDate": b"D:20240229",
+}
+METADATA_READ = {
+    "title": "Rapport d’activité — été 2024",
+    "author": "Zoë Ångström",
+    "subject": "“Quarterly” review — draft",
+    "producer": "pdfgen",
+    "created": "2010-05-03T14:39:17-05:00",
+    "modified": "2024-02-29",
+}

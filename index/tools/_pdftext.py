@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -18,16 +19,28 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
-from ._pdfworker import BACKEND, Identity, _open_checked, extract_range, page_count
+from cards import decode_text_string
+
+from . import _pdfworker
+from ._pdfworker import (
+    BACKEND,
+    Identity,
+    PasswordRequired,
+    _open_checked,
+    extract_range,
+    page_count,
+)
 
 __all__ = [
     "BACKEND",
     "CHUNK_PAGES",
     "Identity",
+    "PasswordRequired",
     "ProgressCallback",
     "extract_pages",
     "extract_range",
     "page_count",
+    "pdf_date_iso",
     "pdf_metadata",
 ]
 
@@ -44,6 +57,7 @@ def _start_worker(path: str, identity: Identity) -> subprocess.Popen[str]:
         stderr=subprocess.DEVNULL,
         text=True,
         encoding="utf-8",
+        env={**os.environ, "LEANREPLAY_PDF_BACKEND": _pdfworker.backend()},
     )
 
 
@@ -123,6 +137,40 @@ def pdf_metadata(path: str, identity: Identity, *, outline_limit: int = 50) -> d
         return _metadata(f, outline_limit)
 
 
+def _text_string(value: object) -> str:
+    """A metadata string as people read it, from the bytes in the file (pypdf decodes UTF-8
+    without a BOM as PDFDocEncoding, which garbles every accented title)."""
+    raw = getattr(value, "original_bytes", None)
+    if isinstance(raw, bytes):
+        return decode_text_string(raw).strip()
+    return str(value).rstrip("\x00").strip()
+
+
+_PDF_DATE = re.compile(
+    r"(?:D:)?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?"
+    r"(?:([Zz])|([+-])(\d{2})'?(?:(\d{2})'?)?)?\s*$"
+)
+
+
+def pdf_date_iso(text: str) -> str:
+    """``D:20100503143917-05'00'`` as ISO 8601 (``2010-05-03T14:39:17-05:00``); a value that
+    is not a PDF date is returned as it is."""
+    m = _PDF_DATE.match(text.strip())
+    if m is None:
+        return text
+    year, month, day, hour, minute, second, zulu, sign, tz_h, tz_m = m.groups()
+    if not (1 <= int(month or 1) <= 12 and 1 <= int(day or 1) <= 31):
+        return text
+    out = year + (f"-{month}" if month else "") + (f"-{day}" if month and day else "")
+    if hour and day:
+        out += f"T{hour}:{minute or '00'}:{second or '00'}"
+        if zulu:
+            out += "Z"
+        elif sign:
+            out += f"{sign}{tz_h}:{tz_m or '00'}"
+    return out
+
+
 def _metadata(f: BinaryIO, outline_limit: int) -> dict[str, object]:
     import pypdf
 
@@ -146,8 +194,13 @@ def _metadata(f: BinaryIO, outline_limit: int) -> dict[str, object]:
         ("/ModDate", "modified"),
     ):
         value = info.get(key)
-        if value is not None:
-            meta[name] = str(value)[:500]
+        if value is None:
+            continue
+        text = _text_string(value)
+        if name in ("created", "modified"):
+            text = pdf_date_iso(text)
+        if text:
+            meta[name] = text[:500]
     outline: list[dict[str, object]] = []
     try:
         for item in reader.outline:
@@ -160,7 +213,7 @@ def _metadata(f: BinaryIO, outline_limit: int) -> dict[str, object]:
                 page = None if number is None else number + 1
             except Exception:  # noqa: BLE001 - a dangling destination
                 page = None
-            outline.append({"title": str(item.title)[:300], "page": page})
+            outline.append({"title": _text_string(item.title)[:300], "page": page})
     except Exception:  # noqa: BLE001 - a broken outline is not worth failing pdf_info
         outline = []
     return {"metadata": meta, "outline": outline, "notes": []}

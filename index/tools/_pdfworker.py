@@ -11,6 +11,7 @@ import atexit
 import json
 import logging
 import os
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -18,8 +19,11 @@ from typing import Any, BinaryIO
 
 __all__ = [
     "BACKEND",
+    "MAX_LOOSE_OBJECTS",
     "MAX_PAGE_CHARS",
     "Identity",
+    "PasswordRequired",
+    "backend",
     "close_documents",
     "extract_range",
     "page_count",
@@ -29,15 +33,34 @@ MAX_PAGE_CHARS = 200_000  # a page with more text is cut (content streams can be
 
 try:
     import pypdfium2 as _pdfium
-
-    BACKEND = "pypdfium2"
 except ImportError:  # pragma: no cover - the default install
     _pdfium = None
-    BACKEND = "pypdf"
+# LEANREPLAY_PDF_BACKEND=pypdf forces the default install's path (tests run both).
+if os.environ.get("LEANREPLAY_PDF_BACKEND") == "pypdf":
+    _pdfium = None
+BACKEND = "pypdfium2" if _pdfium is not None else "pypdf"
+
+MAX_LOOSE_OBJECTS = 200_000  # objects inspected when a broken page tree forces a scan
+
+
+def backend() -> str:
+    """The text backend in use: ``pypdfium2`` (the ``fast`` extra) or ``pypdf``."""
+    return "pypdfium2" if _pdfium is not None else "pypdf"
+
+
+class PasswordRequired(Exception):
+    """The PDF cannot be opened without a password."""
 
 
 def _clean(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\x00", "")[:MAX_PAGE_CHARS]
+    text = text.replace("\r\n", "\n").replace("\x00", "")
+    # PDFium marks a hyphen at a line break with U+FFFE and drops the break; pypdf passes a
+    # soft hyphen (0xAD, drawn as a hyphen glyph) through as U+00AD. People read a hyphen.
+    text = _LINE_HYPHEN.sub("-\n", text)
+    return text.replace("\u00ad", "-").replace("\ufffe", "-")[:MAX_PAGE_CHARS]
+
+
+_LINE_HYPHEN = re.compile("\ufffe\n?")
 
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of the file the caller confined and checked
@@ -53,15 +76,109 @@ def _open_checked(path: str, identity: Identity) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+class _Document:
+    """One open PDF: its pages in order and their text, whatever read it."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def text(self, i: int) -> str:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _PdfiumDocument(_Document):
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+    def text(self, i: int) -> str:
+        page = self.doc[i]
+        try:
+            textpage = page.get_textpage()
+            try:
+                return str(textpage.get_text_range())
+            finally:
+                textpage.close()
+        finally:
+            page.close()
+
+    def close(self) -> None:
+        self.doc.close()
+
+
+class _PypdfDocument(_Document):
+    """pypdf's page list; or, when the page tree is broken, the ``/Type /Page`` objects
+    found in the (rebuilt) cross-reference, in object order, as poppler and others do."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        try:
+            self.pages: Any = reader.pages
+            len(self.pages)
+        except Exception:  # pypdf raises several types for a broken tree; re-raised below
+            self.pages = _loose_pages(reader)
+            if not self.pages:
+                raise
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def text(self, i: int) -> str:
+        try:
+            return str(self.pages[i].extract_text() or "")
+        except Exception as exc:  # noqa: BLE001 - one broken page must not lose the rest
+            return f"[page text unavailable: {type(exc).__name__}: {exc}]"
+
+
+def _loose_pages(reader: Any) -> list[Any]:
+    from pypdf import PageObject
+    from pypdf.generic import DictionaryObject, IndirectObject, NameObject
+
+    found = []
+    numbers = sorted({(num, gen) for gen, table in reader.xref.items() for num in table})
+    for num, gen in numbers[:MAX_LOOSE_OBJECTS]:
+        try:
+            obj = reader.get_object(IndirectObject(num, gen, reader))
+        except Exception:  # noqa: BLE001 - a damaged object is skipped like any non-page
+            continue
+        if isinstance(obj, DictionaryObject) and obj.get("/Type") == NameObject("/Page"):
+            page = PageObject(reader, IndirectObject(num, gen, reader))
+            page.update(obj)
+            found.append(page)
+    return found
+
+
+def _open_document(f: BinaryIO) -> _Document:
+    if _pdfium is not None:
+        try:
+            return _PdfiumDocument(_pdfium.PdfDocument(f))
+        except _pdfium.PdfiumError as exc:
+            if exc.err_code == _pdfium.raw.FPDF_ERR_PASSWORD:
+                raise PasswordRequired(str(exc)) from None
+            f.seek(0)  # a structure PDFium cannot repair: pypdf's recovery may still read it
+    import pypdf
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed pages warn a lot
+    reader = pypdf.PdfReader(f, strict=False)
+    if reader.is_encrypted and reader.decrypt("") == pypdf.PasswordType.NOT_DECRYPTED:
+        raise PasswordRequired("the empty user password does not open it")
+    return _PypdfDocument(reader)
+
+
 # Open documents, reused across chunks: a fresh PDFium document walks the page tree again to
 # reach page i, which made chunked extraction quadratic on flat trees. One lock per process:
 # PDFium is not thread-safe.
-_open_docs: OrderedDict[tuple[Any, ...], tuple[BinaryIO, Any]] = OrderedDict()
+_open_docs: OrderedDict[tuple[Any, ...], tuple[BinaryIO, _Document]] = OrderedDict()
 _docs_lock = threading.RLock()
 _MAX_OPEN_DOCS = 2
 
 
-def _document(path: str, identity: Identity) -> Any:
+def _document(path: str, identity: Identity) -> _Document:
     f = _open_checked(path, identity)
     st = os.fstat(f.fileno())
     key = (path, identity, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # ctime: see rewrites
@@ -71,21 +188,14 @@ def _document(path: str, identity: Identity) -> Any:
         _open_docs.move_to_end(key)
         return cached[1]
     try:
-        if _pdfium is not None:
-            doc: Any = _pdfium.PdfDocument(f)
-        else:
-            import pypdf
-
-            logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed pages warn a lot
-            doc = pypdf.PdfReader(f, strict=False)
+        doc = _open_document(f)
     except BaseException:
         f.close()  # e.g. a password-protected file: nothing keeps it open
         raise
     _open_docs[key] = (f, doc)
     while len(_open_docs) > _MAX_OPEN_DOCS:
         _, (old_file, old_doc) = _open_docs.popitem(last=False)
-        if _pdfium is not None:
-            old_doc.close()
+        old_doc.close()
         old_file.close()
     return doc
 
@@ -95,8 +205,7 @@ def close_documents() -> None:
     with _docs_lock:
         while _open_docs:
             _, (f, doc) = _open_docs.popitem()
-            if _pdfium is not None:
-                doc.close()
+            doc.close()
             f.close()
 
 
@@ -104,35 +213,21 @@ atexit.register(close_documents)
 
 
 def page_count(path: str, identity: Identity) -> int:
+    """Pages the text backend finds; raises `PasswordRequired` for a locked file."""
     with _docs_lock:
-        doc = _document(path, identity)
-        return len(doc) if _pdfium is not None else len(doc.pages)
+        return len(_document(path, identity))
 
 
 def extract_range(path: str, identity: Identity, start: int, stop: int) -> list[str]:
-    """Text of pages ``start``..``stop - 1`` (0-based). Runs in worker processes too."""
+    """Text of pages ``start``..``stop - 1`` (0-based). Runs in worker processes too. Pages
+    past the end of what the backend finds come back as a note (the counts may differ)."""
     with _docs_lock:
         doc = _document(path, identity)
-        if _pdfium is not None:
-            out = []
-            for i in range(start, stop):
-                page = doc[i]
-                try:
-                    textpage = page.get_textpage()
-                    try:
-                        out.append(_clean(textpage.get_text_range()))
-                    finally:
-                        textpage.close()
-                finally:
-                    page.close()
-            return out
-        texts = []
-        for i in range(start, stop):
-            try:
-                texts.append(_clean(doc.pages[i].extract_text() or ""))
-            except Exception as exc:  # noqa: BLE001 - one broken page must not lose the rest
-                texts.append(f"[page text unavailable: {type(exc).__name__}: {exc}]")
-        return texts
+        found = len(doc)
+        return [
+            _clean(doc.text(i)) if i < found else f"[page {i + 1} not found by the text backend]"
+            for i in range(start, stop)
+        ]
 
 
 def _serve() -> None:

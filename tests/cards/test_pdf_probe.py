@@ -164,7 +164,7 @@ ADVERSARIAL: dict[str, tuple[Callable[[], bytes], int | None, str]] = {
     "count-missing": (_missing_count, 6, "/Count missing"),
     "wrong-offsets": (_wrong_offsets, 6, "recovered by scanning"),
     "kids-cycle": (_kids_cycle, 3, "counted 3 pages"),
-    "deep-nesting": (_deep_nesting, None, "nested deeper than 64"),
+    "deep-nesting": (_deep_nesting, 3, "nested deeper than 64"),  # pages found by scanning
     "inflate-bomb": (_inflate_bomb, None, "inflates past"),
     "garbage": (_garbage, None, "page count unavailable"),
     "header-only": (_header_only, None, "page count unavailable"),
