@@ -211,7 +211,7 @@ def http_server(env: dict[str, Path]) -> Iterator[str]:
             "--http",
             f"127.0.0.1:{port}",
         ],
-        env={**os.environ, "LEANREPLAY_TOKEN": "s3cret-token"},
+        env={**os.environ, "LEANREPLAY_TOKEN": "s3cret-token-of-at-least-32-chars"},
         cwd=str(REPO),
         stderr=subprocess.DEVNULL,
     )
@@ -234,7 +234,7 @@ def test_http_session_with_the_bearer_token(http_server: str) -> None:
     async def main() -> dict[str, Any]:
         async with (
             httpx2.AsyncClient(
-                headers={"Authorization": "Bearer s3cret-token"}, timeout=120
+                headers={"Authorization": "Bearer s3cret-token-of-at-least-32-chars"}, timeout=120
             ) as http,
             Client(streamable_http_client(http_server, http_client=http)) as client,
         ):
@@ -244,7 +244,9 @@ def test_http_session_with_the_bearer_token(http_server: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "header", [None, "Bearer wrong", "s3cret-token", "Basic czNjcmV0"], ids=repr
+    "header",
+    [None, "Bearer wrong", "s3cret-token-of-at-least-32-chars", "Basic czNjcmV0"],
+    ids=repr,
 )
 def test_http_refuses_requests_without_the_token(http_server: str, header: str | None) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -260,10 +262,14 @@ def test_http_refuses_requests_without_the_token(http_server: str, header: str |
     ("args", "message"),
     [
         (["serve", "--http", "0.0.0.0:9"], "not a loopback address"),
-        (["serve", "--http", "127.0.0.1:9"], "HTTP needs a bearer token"),
+        (["serve", "--http", "127.0.0.1:9", "--token", "short"], "fewer than 32"),
+        (
+            ["serve", "--http", "0.0.0.0:9", "--allow-remote", "--no-auth"],
+            "allowed only on a loopback address",
+        ),
         (["serve", "--http", "localhost"], "--http takes HOST:PORT"),
     ],
-    ids=["remote", "no-token", "no-port"],
+    ids=["remote", "short-token", "no-auth-remote", "no-port"],
 )
 def test_serve_refuses_unsafe_http_settings(tmp_path: Path, args: list[str], message: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LEANREPLAY_TOKEN"}

@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 import threading
@@ -424,10 +425,25 @@ def _server_module() -> ModuleType:
     "--token",
     envvar="LEANREPLAY_TOKEN",
     default=None,
-    help="Bearer token HTTP clients must send (or LEANREPLAY_TOKEN).",
+    help="Bearer token HTTP clients must send, at least 32 chars (or LEANREPLAY_TOKEN); "
+    "one is generated and printed once when none is given.",
 )
-@click.option("--no-auth", is_flag=True, help="Serve HTTP without a bearer token.")
+@click.option("--no-auth", is_flag=True, help="Serve loopback HTTP without a bearer token.")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback HTTP address.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another Host header clients reach the server by (repeatable), e.g. a DNS name.",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="URL",
+    help="A browser Origin allowed besides the server's own (repeatable).",
+)
 @click.option(
     "--upstream",
     "upstream_config",
@@ -444,6 +460,8 @@ def serve(
     token: str | None,
     no_auth: bool,
     allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
     upstream_config: str | None,
 ) -> None:
     """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
@@ -464,20 +482,42 @@ def serve(
             raise click.ClickException(
                 f"--http takes HOST:PORT such as 127.0.0.1:8765, got {http_address!r}"
             )
-        if not server.is_loopback(host) and not allow_remote:
+        loopback = server.is_loopback(host)
+        if not loopback and not allow_remote:
             raise click.ClickException(
                 f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
             )
-        if token is None and not no_auth:
+        if no_auth and not loopback:
             raise click.ClickException(
-                "HTTP needs a bearer token: pass --token or set LEANREPLAY_TOKEN (or --no-auth)"
+                f"--no-auth serves anyone who reaches {host}; it is allowed only on a loopback "
+                "address. Drop --no-auth (a token is generated) or bind 127.0.0.1"
+            )
+        if token is not None and len(token) < server.MIN_TOKEN_CHARS:
+            raise click.ClickException(
+                f"the bearer token has {len(token)} chars, fewer than "
+                f"{server.MIN_TOKEN_CHARS}; use a long random one (openssl rand -hex 32), or "
+                "give none to have one generated"
+            )
+        if token is None and not no_auth:
+            token = secrets.token_urlsafe(32)
+            click.echo(
+                f"bearer token (printed once; clients send Authorization: Bearer ...): {token}",
+                err=True,
+            )
+        if not loopback:
+            click.echo(
+                f"warning: serving on {host}, beyond this machine: anyone who can reach it and "
+                "holds the token reads your roots and history; the traffic is plain HTTP, so "
+                "prefer an SSH tunnel or a TLS proxy",
+                err=True,
             )
     ws = workspace(ctx)
     if http_address is None:
         server.serve_stdio(ws)
         return
+    policy = server.HttpPolicy.for_bind(host, int(port_text), allowed_hosts, allowed_origins)
     click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
-    server.serve_http(ws, host, int(port_text), None if no_auth else token)
+    server.serve_http(ws, host, int(port_text), None if no_auth else token, policy)
 
 
 @cli.command()
