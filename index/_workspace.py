@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
-import functools
 import json
 import os
 import uuid
@@ -14,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from cards import card_for_descriptor, probe_pdf
+from cards import card_for_descriptor
 from placeholders import (
     CHARS_PER_TOKEN,
     CompactionResult,
@@ -37,14 +36,13 @@ from ._errors import (
     StoreError,
     WorkspaceError,
     WrongFileTypeError,
-    home_error,
 )
 from ._tools import META_TOOLS, call_tool, current_conversation, current_progress, tool_schemas
 from .search._capabilities import CapabilityIndex
 from .search._convindex import MessageIndex
 from .search._pdfindex import PageIndex
 from .store._activations import Activations
-from .store._attachments import inline_blocks, save_inline
+from .store._attachments import AttachmentSaver
 from .store._importers import FORMATS, NotALogError, load
 from .store._ingest import FileReport, IngestError, IngestReport, IngestStatus, log_files
 from .store._lifecycle import (
@@ -57,15 +55,20 @@ from .store._lifecycle import (
     size_series,
 )
 from .store._pages import MAX_READ_CHARS, page, readable
-from .store._store import ConversationInfo, SavedAttachment, Store, check_id
+from .store._store import ConversationInfo, Store, check_id
 from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
 from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
+from .tools._pdfread import (
+    MAX_PDF_READ_CHARS,
+    page_range,
+    pdf_backend,
+    pdf_page_count,
+    read_pages,
+)
 from .tools._pdftext import (
-    PasswordRequired,
     ProgressCallback,
-    extract_range,
     page_count,
     pdf_metadata,
 )
@@ -79,19 +82,9 @@ from .tools._tables import (
 )
 from .tools._transcode import encoding_of, utf8_view
 
-__all__ = [
-    "MAX_PDF_READ_CHARS",
-    "MAX_PDF_READ_PAGES",
-    "SNAPSHOTS_KEPT",
-    "FoldResult",
-    "SizePoint",
-    "Workspace",
-]
+__all__ = ["SNAPSHOTS_KEPT", "FoldResult", "SizePoint", "Workspace"]
 
-MAX_PDF_READ_PAGES = 20
-MAX_PDF_READ_CHARS = 40_000
 SNAPSHOTS_KEPT = 50  # prompt snapshots kept per home, newest first
-MAX_PAGE_DIGITS = 9  # int() refuses over 4,300 digits; no PDF has a billion pages
 
 # Argument types shared by several tools: the descriptions reach the model through the schema.
 FilePath = Annotated[str, Field(description="File path, absolute or relative to the first root.")]
@@ -271,7 +264,7 @@ class Workspace:
                     raise ConversationNotFoundError(
                         f"conversation {cid!r} is not in this workspace's allowlist"
                     )
-                saved = _Attachments(self.attachments_dir)
+                saved = AttachmentSaver(self.attachments_dir)
                 # Save the likely new messages' attachments before taking the write lock; the
                 # store decides inside its transaction what is new, and asks for any others.
                 existed = self.store.exists(cid)
@@ -309,7 +302,7 @@ class Workspace:
         conversation grows past the fold threshold, the prefix is folded (``auto_fold``).
         """
         cid = self._visible(conversation_id)
-        saved = _Attachments(self.attachments_dir)
+        saved = AttachmentSaver(self.attachments_dir)
         saved(message)  # before the transaction: the write lock is not held for the copy
         mid = self.store.append(cid, [message], attachments=saved)[0]
         if self.auto_fold:
@@ -749,17 +742,6 @@ class Workspace:
             self._page_index = PageIndex(self.home)
         return self._page_index
 
-    def _pdf_pages(self, f: OpenFile) -> int:
-        """Page count of a confined PDF: the card's lazy probe, else the text backend's."""
-        head = os.pread(f.fd, 1024, 0)
-        if b"%PDF-" not in head:
-            raise WrongFileTypeError(f"{f.path!r} is not a PDF; use file_read or image_view")
-        facts = probe_pdf(f.fd, f.size)  # on the confined descriptor: nothing is reopened
-        if facts.pages is not None:
-            return facts.pages
-        with _pdf_backend(f):
-            return page_count(f.path, (f.dev, f.ino))
-
     def pdf_info(
         self,
         path: PdfPath,
@@ -787,10 +769,10 @@ class Workspace:
         hook given to `call`); later searches reuse the index until the file changes.
         """
         with open_confined(path, self.roots) as f:
-            pages = self._pdf_pages(f)
-            with _pdf_backend(f):
+            pages = pdf_page_count(f)
+            with pdf_backend(f):
                 page_count(f.path, (f.dev, f.ino))  # the backend must load it to index it
-            with _pdf_backend(f, only_typed=True):
+            with pdf_backend(f, only_typed=True):
                 _, indexed_now, hits = self._pages.find(f, pages, query, limit, current_progress())
             return {
                 "path": f.path,
@@ -817,55 +799,19 @@ class Workspace:
         ],
     ) -> dict[str, Any]:
         """Return the text of a page range of a PDF, at most 20 pages or 40,000 chars per call."""
-        first_text, _, last_text = pages.partition("-")
-        if max(len(first_text.strip()), len(last_text.strip())) > MAX_PAGE_DIGITS:
-            raise InvalidArgumentError(
-                f"pages must be page numbers of at most {MAX_PAGE_DIGITS} digits, got a "
-                f"{len(pages):,}-char value; call pdf_info for the page count"
-            )
-        first = int(first_text)
-        last = int(last_text) if last_text.strip() else first
-        if first < 1 or last < first:
-            raise InvalidArgumentError(
-                f'pages must be "N" or "A-B" with 1 <= A <= B, got {pages!r}'
-            )
+        first, last = page_range(pages)
         with open_confined(path, self.roots) as f:
-            total = self._pdf_pages(f)
-            if first > total:
-                raise InvalidArgumentError(
-                    f"page {first} is past the end: the PDF has {total} pages"
-                )
-            last = min(last, total, first + MAX_PDF_READ_PAGES - 1)
             file_id = fingerprint(f)
-            try:
-                known = (
-                    self._pages.page_texts(file_id, first, last)
-                    if self._pages.indexed_pages(file_id)
-                    else {}
-                )
-            except StoreError:  # the page index is a cache; the file itself is the source
-                known = {}
-            missing = [p for p in range(first, last + 1) if p not in known]
-            if missing:
-                with _pdf_backend(f):
-                    texts = extract_range(f.path, (f.dev, f.ino), missing[0] - 1, missing[-1])
-                known.update(zip(range(missing[0], missing[-1] + 1), texts, strict=True))
-            out: list[dict[str, Any]] = []
-            chars, shown = 0, first - 1
-            for number in range(first, last + 1):
-                text = known[number]
-                if out and chars + len(text) > MAX_PDF_READ_CHARS:
-                    break
-                if len(text) > MAX_PDF_READ_CHARS:
-                    text = text[:MAX_PDF_READ_CHARS] + " [... page cut]"
-                out.append({"page": number, "text": text})
-                chars += len(text)
-                shown = number
-            nxt = None
-            if shown < total:
-                end = min(total, shown + MAX_PDF_READ_PAGES)
-                nxt = f'pdf_read(path={json.dumps(f.path)}, pages="{shown + 1}-{end}")'
-            return {"path": f.path, "total_pages": total, "pages": out, "next": nxt}
+
+            def indexed(a: int, b: int) -> dict[int, str]:
+                try:
+                    if not self._pages.indexed_pages(file_id):
+                        return {}
+                    return self._pages.page_texts(file_id, a, b)
+                except StoreError:  # the page index is a cache; the file itself is the source
+                    return {}
+
+            return read_pages(f, first, last, pdf_page_count(f), indexed)
 
     # images
 
@@ -1143,66 +1089,6 @@ class Workspace:
             "already_active": old,
             "tools": self.capabilities.schemas(new, "mcp"),
         }
-
-
-@contextlib.contextmanager
-def _pdf_backend(f: OpenFile, *, only_typed: bool = False) -> Iterator[None]:
-    """A PDF the text backend (PDFium or pypdf) refuses is the file's problem: say so.
-
-    ``only_typed`` converts only the backends' own error classes (around work that also
-    writes the index, whose errors are not the file's).
-    """
-    try:
-        yield
-    except (WorkspaceError, OSError):
-        raise
-    except PasswordRequired:  # whichever backend found it: one actionable sentence
-        raise WrongFileTypeError(
-            f"{f.path!r} is encrypted with a password; its pages cannot be read. "
-            "pdf_info still shows what is readable without it"
-        ) from None
-    except Exception as exc:
-        if only_typed and not isinstance(exc, _backend_errors()):
-            raise
-        raise WrongFileTypeError(
-            f"{f.path!r} cannot be read as a PDF ({type(exc).__name__}: {exc}); it may be "
-            "truncated or damaged. pdf_info shows what its index still holds"
-        ) from None
-
-
-@functools.cache
-def _backend_errors() -> tuple[type[Exception], ...]:
-    import pypdf.errors
-
-    errors: list[type[Exception]] = [pypdf.errors.PyPdfError]
-    with contextlib.suppress(ImportError):  # the optional "fast" extra
-        import pypdfium2
-
-        errors.append(pypdfium2.PdfiumError)
-    return tuple(errors)
-
-
-class _Attachments:
-    """Saves the inline attachments of messages under the home, once per message object."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-        self._done: dict[int, tuple[Mapping[str, Any], list[SavedAttachment]]] = {}
-
-    def __call__(self, message: Mapping[str, Any]) -> list[SavedAttachment]:
-        known = self._done.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
-        out: list[SavedAttachment] = []
-        for block, media, data, name in inline_blocks(message):
-            try:
-                saved = save_inline(self.directory, media, data, name)
-            except OSError as exc:
-                raise home_error("an inline attachment into the home", exc) from None
-            if saved is not None:
-                out.append((block, *saved))
-        self._done[id(message)] = (message, out)
-        return out
 
 
 def _schema_name(schema: Mapping[str, Any]) -> str:

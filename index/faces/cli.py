@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import secrets
@@ -666,6 +667,9 @@ def _synthetic_turn(i: int) -> list[dict[str, Any]]:
 
 
 def main() -> None:
+    # The command is the application, so it sets the level the library must not: malformed
+    # PDFs make pypdf log a warning per object, which is noise on a terminal.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     cli()
 
 

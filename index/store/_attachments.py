@@ -19,9 +19,21 @@ from typing import Any
 
 from cards import card_for
 
-__all__ = ["MAX_ATTACHMENT_BYTES", "inline_blocks", "save_inline", "with_cards"]
+from .._errors import home_error
+
+__all__ = [
+    "MAX_ATTACHMENT_BYTES",
+    "AttachmentSaver",
+    "SavedAttachment",
+    "inline_blocks",
+    "save_inline",
+    "with_cards",
+]
 
 MAX_ATTACHMENT_BYTES = 256 * 1024 * 1024
+
+# (block index, saved path, rendered card) of one inline attachment of a message
+SavedAttachment = tuple[int, str, str]
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+)?(?:;[\w-]+=[^;,]*)*;base64,", re.IGNORECASE)
 _SAFE_EXTENSION = re.compile(r"\.[a-z0-9]{1,10}")
 _EXTENSIONS = {
@@ -136,3 +148,26 @@ def with_cards(
         copy["content"] = content
         out[i] = copy
     return out
+
+
+class AttachmentSaver:
+    """Saves the inline attachments of messages under the home, once per message object."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._done: dict[int, tuple[Mapping[str, Any], list[SavedAttachment]]] = {}
+
+    def __call__(self, message: Mapping[str, Any]) -> list[SavedAttachment]:
+        known = self._done.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        out: list[SavedAttachment] = []
+        for block, media, data, name in inline_blocks(message):
+            try:
+                saved = save_inline(self.directory, media, data, name)
+            except OSError as exc:
+                raise home_error("an inline attachment into the home", exc) from None
+            if saved is not None:
+                out.append((block, *saved))
+        self._done[id(message)] = (message, out)
+        return out

@@ -29,7 +29,7 @@ from .._errors import (
     InvalidArgumentError,
     StoreError,
 )
-from ._attachments import inline_blocks
+from ._attachments import SavedAttachment, inline_blocks
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -45,8 +45,6 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process before BusyError
 MAX_ID_CHARS = 256
 
-# (block index, saved path, rendered card) of one inline attachment of a message
-SavedAttachment = tuple[int, str, str]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

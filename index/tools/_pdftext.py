@@ -9,7 +9,6 @@ spawn would re-import this whole package first).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import subprocess
@@ -174,7 +173,6 @@ def pdf_date_iso(text: str) -> str:
 def _metadata(f: BinaryIO, outline_limit: int) -> dict[str, object]:
     import pypdf
 
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
     reader = pypdf.PdfReader(f, strict=False)
     meta: dict[str, object] = {}
     if reader.is_encrypted:

@@ -163,7 +163,6 @@ def _open_document(f: BinaryIO) -> _Document:
             f.seek(0)  # a structure PDFium cannot repair: pypdf's recovery may still read it
     import pypdf
 
-    logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed pages warn a lot
     reader = pypdf.PdfReader(f, strict=False)
     if reader.is_encrypted and reader.decrypt("") == pypdf.PasswordType.NOT_DECRYPTED:
         raise PasswordRequired("the empty user password does not open it")
@@ -231,6 +230,9 @@ def extract_range(path: str, identity: Identity, start: int, stop: int) -> list[
 
 
 def _serve() -> None:
+    # This process is ours (the library never changes a host application's loggers): malformed
+    # pages make pypdf warn a lot, and nobody reads a worker's stderr.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     path, dev, ino = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     for line in sys.stdin:
         start, stop = (int(v) for v in line.split())

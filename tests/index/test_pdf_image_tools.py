@@ -231,3 +231,18 @@ def test_password_protected_pdf_says_so(tmp_path: Path) -> None:
         info = ws.pdf_info("encrypted_object_streams.pdf")
         assert info["facts"]["encrypted"] is True
         assert info["facts"]["pages"] is None
+
+
+def test_the_pdf_tools_leave_the_host_loggers_alone(pdf_root: Path, tmp_path: Path) -> None:
+    import logging
+
+    logger = logging.getLogger("pypdf")
+    before = logger.level
+    logger.setLevel(logging.DEBUG)  # a host application that wants to see pypdf's warnings
+    try:
+        with Workspace(tmp_path / "home", [pdf_root]) as ws:
+            ws.pdf_info("book.pdf")
+            ws.pdf_read("book.pdf", "1")
+        assert logger.level == logging.DEBUG
+    finally:
+        logger.setLevel(before)
