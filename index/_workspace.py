@@ -1051,8 +1051,11 @@ class Workspace:
         """The tools list for the next request: `tool_search`, `tool_activate`, then every
         tool the conversation has activated, in activation order."""
         meta = [t for t in tool_schemas(format) if _schema_name(t) in META_TOOLS]
-        active = [n for n in self._activations.get(conversation_id) if n in self.capabilities]
-        return meta + self.capabilities.schemas(active, format)
+        return meta + self.capabilities.schemas(self.active_tools(conversation_id), format)
+
+    def active_tools(self, conversation_id: str | None = None) -> list[str]:
+        """Names of the tools the conversation has activated, in activation order."""
+        return [n for n in self._activations.get(conversation_id) if n in self.capabilities]
 
     def tool_search(
         self,

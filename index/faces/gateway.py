@@ -299,8 +299,7 @@ class GatewayServer(WorkspaceServer):
                 self.routes[name] = (upstream, by_name[tool])
 
     def _active_upstream(self) -> list[str]:
-        active = self.workspace.request_tools(format="mcp")
-        return [t["name"] for t in active if t["name"] in self.routes]
+        return [name for name in self.workspace.active_tools() if name in self.routes]
 
     async def list_tools(self) -> list[Tool]:
         """Ours, then every activated upstream tool under its exposed name."""

@@ -24,18 +24,27 @@ import tantivy
 
 from .._errors import InvalidArgumentError
 from ._tantivy import query_text
+from ._vocabulary import EXPANSION_WEIGHT, FILLER, related_words
 
 __all__ = ["FORMATS", "Capability", "CapabilityIndex", "summary_line", "tool_words"]
 
 FORMATS = ("mcp", "openai", "anthropic")
-SUMMARY_CHARS = 90  # a rendered line stays readable and short
+SUMMARY_CHARS = 40  # a rendered line stays one short headline
+MIN_HEADLINE = 18  # a clause cut never leaves less than this
+# Where a clause ends: the words before it say what the tool does, the rest where and how.
+_CLAUSE = re.compile(
+    r"[,;:(]| - | (?:in|into|on|from|with|within|that|which|as|for|by|using|via|or|and|to|"
+    r"including|without|across|between|along)\b"
+)
+_DANGLING_WORDS = "a an the of to in on for and or with by from as at its your"
+_DANGLING = frozenset(_DANGLING_WORDS.split())  # never the last word of a cut headline
 MAX_TOOLS = 10_000  # a hostile upstream cannot grow the index without bound
 MAX_NAME_CHARS = 64  # the longest name every provider accepts (Anthropic: 64)
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _SERVER_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Field weights: a word in the name says more about the tool than one in a parameter.
-_BOOSTS = {"name": 3.0, "summary": 1.5, "description": 1.0, "params": 0.6, "server": 1.0}
+_BOOSTS = {"name": 2.0, "summary": 1.5, "description": 1.0, "params": 0.6, "server": 1.0}
 
 
 @dataclass(frozen=True)
@@ -82,17 +91,29 @@ def tool_words(name: str) -> str:
 
 
 def summary_line(description: str, limit: int = SUMMARY_CHARS) -> str:
-    """The first sentence of ``description`` on one line, cut at a word boundary."""
+    """A headline for ``description``: its first sentence, on one line, at most ``limit``
+    chars. A longer sentence is cut where a clause ends (before "in", "with", "that", a comma,
+    ...), so the headline keeps what the tool does and drops where and how; only a sentence
+    with no such boundary is cut at a word, with an ellipsis."""
     text = " ".join(description.split())
     match = re.search(r"(?<=[.!?])\s", text)
     if match:
         text = text[: match.start()]
+    text = text.rstrip(".")
     if len(text) <= limit:
         return text
-    cut = text[: limit - 1]
-    if " " in cut:
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip(" ,;:-") + "…"
+    strong: list[int] = []
+    weak: list[int] = []
+    for m in _CLAUSE.finditer(text):
+        head = text[: m.start()]
+        if MIN_HEADLINE <= m.start() <= limit and head.count("(") == head.count(")"):
+            (weak if m.group().startswith(" ") and m.group() != " - " else strong).append(m.start())
+    if strong or weak:
+        return text[: (strong or weak)[-1]].rstrip(" ,;:-")
+    words = text[:limit].split(" ")[:-1] or [text[: limit - 1]]  # whole words only
+    while len(words) > 1 and words[-1].lower() in _DANGLING:
+        words.pop()
+    return " ".join(words).rstrip(" ,;:-") + "…"
 
 
 def _definition(tool: object) -> Mapping[str, Any]:
@@ -137,6 +158,21 @@ def _parse(tool: object) -> tuple[str, str, Mapping[str, Any], Mapping[str, Any]
         schema,
         annotations if isinstance(annotations, Mapping) else None,
     )
+
+
+def _expanded(text: str) -> str:
+    """Query syntax for ``text`` (already made safe by `query_text`): its words, camelCase
+    and snake_case split, filler dropped, plus the related words of each at a lower weight."""
+    phrases = re.findall(r'"[^"]*"', text)
+    words: list[str] = []
+    for raw in re.sub(r'"[^"]*"', " ", text).split():
+        parts = tool_words(raw).split()[1:] if re.search(r"[_A-Z-]", raw) else [raw.lower()]
+        words += [p for p in re.findall(r"[\w]+", " ".join(parts)) if p not in FILLER]
+    if not words and not phrases:
+        words = [w.lower() for w in re.findall(r"[\w]+", text)]  # all filler: search it anyway
+    related = sorted({r for w in words for r in related_words(w)} - set(words))
+    boosted = [f"{r}^{EXPANSION_WEIGHT}" for r in related]
+    return " ".join([*phrases, *dict.fromkeys(words), *boosted])
 
 
 def _param_text(schema: Mapping[str, Any]) -> str:
@@ -274,14 +310,11 @@ class CapabilityIndex:
         """The ``limit`` best tools for ``query`` as ``{name, server, summary, score}``."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
             raise InvalidArgumentError(f"limit must be an integer from 1 to 50, got {limit!r}")
-        text = query_text(query)
-        # camelCase and snake_case words in the query find the same tools as plain words.
-        words = " ".join(tool_words(w) if re.search(r"[_A-Z]", w) else w for w in text.split())
         index, searcher = self._searcher()
         if not self._items:
             return []
         parsed, _errors = index.parse_query_lenient(
-            words, default_field_names=list(_BOOSTS), field_boosts=_BOOSTS
+            _expanded(query_text(query)), default_field_names=list(_BOOSTS), field_boosts=_BOOSTS
         )
         out = []
         for score, address in searcher.search(parsed, limit=limit).hits:

