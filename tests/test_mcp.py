@@ -4,11 +4,13 @@ streamable HTTP (with and without the bearer token), and to the server in memory
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -283,3 +285,65 @@ def test_serve_refuses_unsafe_http_settings(tmp_path: Path, args: list[str], mes
     )
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_a_stdio_frame_over_the_cap_gets_an_error_and_the_session_goes_on(
+    env: dict[str, Path],
+) -> None:
+    from index.faces.server import MAX_STDIO_FRAME_BYTES
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "index.cli", "--home", str(env["home"]), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=str(REPO),
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    oversized = (
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "file_read", '
+        b'"arguments": {"path": "' + b"x" * (MAX_STDIO_FRAME_BYTES + 1024) + b'"}}}\n'
+    )
+    after = {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}
+
+    def send() -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(initialize).encode() + b"\n")
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        proc.stdin.write(oversized)
+        proc.stdin.write(json.dumps(after).encode() + b"\n")
+        proc.stdin.flush()
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    try:
+        answers: dict[int, Any] = {}
+        while 8 not in answers:
+            line = proc.stdout.readline()
+            assert line, "the server closed the session"
+            message = json.loads(line)
+            if "id" in message:
+                answers[message["id"]] = message
+        writer.join()
+        error = answers[7]["error"]
+        assert error["code"] == -32600
+        assert f"limit of {MAX_STDIO_FRAME_BYTES:,} bytes" in error["message"]
+        assert {t["name"] for t in answers[8]["result"]["tools"]} >= {"file_read"}
+    finally:
+        proc.kill()
+        proc.wait(10)
+        writer.join()
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()

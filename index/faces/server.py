@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import ipaddress
 import json
-from collections.abc import Iterable
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.from_thread
@@ -25,8 +28,18 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    CallToolResult,
+    ErrorData,
+    ImageContent,
+    JSONRPCError,
+    TextContent,
+    ToolAnnotations,
+)
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import cards
@@ -37,6 +50,7 @@ from .._tools import TOOL_NAMES, tool_spec
 from .._workspace import Workspace
 
 __all__ = [
+    "MAX_STDIO_FRAME_BYTES",
     "MIN_TOKEN_CHARS",
     "BearerTokenMiddleware",
     "HostOriginMiddleware",
@@ -126,6 +140,91 @@ class WorkspaceServer(MCPServer):
                 "this is a leanreplay bug, please report it"
             ) from None
         return CallToolResult(content=list(_content(name, result)))
+
+    async def run_stdio_async(self) -> None:
+        """Serve MCP over stdin and stdout, with frames capped at `MAX_STDIO_FRAME_BYTES`.
+
+        The SDK's own transport reads a whole line however long (a 500 MB frame costs
+        gigabytes); here an oversized frame is skipped in pieces and answered with a JSON-RPC
+        error for its id, and the session goes on.
+        """
+        wire = os.dup(0)
+        # Like the SDK: fd 0 reads nothing, so no child process or handler eats the wire.
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        writer: list[Any] = []
+
+        async def refuse(size: int, head: bytes) -> None:
+            error = JSONRPCError(
+                jsonrpc="2.0",
+                id=_request_id(head),
+                error=ErrorData(
+                    code=INVALID_REQUEST,
+                    message=f"a message of {size:,} bytes is over this server's limit of "
+                    f"{MAX_STDIO_FRAME_BYTES:,} bytes per message; send a smaller request",
+                ),
+            )
+            await writer[0].send(SessionMessage(error))
+
+        with os.fdopen(wire, "rb", buffering=0) as stdin:
+            lines = _CappedLines(stdin, MAX_STDIO_FRAME_BYTES, refuse)
+            async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+                writer.append(write_stream)
+                await self._lowlevel_server.run(
+                    read_stream,
+                    write_stream,
+                    self._lowlevel_server.create_initialization_options(),
+                )
+
+
+MAX_STDIO_FRAME_BYTES = 32 * 1024 * 1024  # one JSON-RPC message from the client, at most
+_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,256}"|-?\d{1,18})')
+
+
+def _request_id(head: bytes) -> str | int | None:
+    """The id of an oversized request, if its head names one (JSON-RPC: else null)."""
+    found = _ID.search(head)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, (str, int)) else None
+
+
+class _CappedLines:
+    """The lines of a binary stream as text, none longer than ``cap`` bytes: a longer one is
+    read and dropped in bounded pieces, and ``refuse(size, head)`` is awaited instead."""
+
+    _PIECE = 1024 * 1024
+
+    def __init__(
+        self, stream: Any, cap: int, refuse: Callable[[int, bytes], Awaitable[None]]
+    ) -> None:
+        self.stream, self.cap, self.refuse = stream, cap, refuse
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        buffered = io.BufferedReader(self.stream, self._PIECE)
+        while True:
+            line = await anyio.to_thread.run_sync(buffered.readline, self.cap + 1)
+            if not line:
+                return
+            if len(line) > self.cap and not line.endswith(b"\n"):
+                size, head = len(line), line[:4096]
+                del line
+                while True:
+                    piece = await anyio.to_thread.run_sync(buffered.readline, self._PIECE)
+                    size += len(piece)
+                    if not piece or piece.endswith(b"\n"):
+                        break
+                await self.refuse(size, head)
+                continue
+            yield line.decode("utf-8", "replace")
 
 
 def build_server(workspace: Workspace) -> MCPServer:
