@@ -22,6 +22,7 @@ from placeholders import (
     ReplayPolicy,
     ReplayResult,
     Summarizer,
+    call_inputs,
     call_with_overflow_retry,
     compact_turn,
     content_chars,
@@ -574,7 +575,15 @@ class Workspace:
         tool_call_id: Annotated[
             str | None,
             Field(
-                description="The tool call whose result to return, when the message holds several."
+                description="The tool call whose result (or input) to return, when the message "
+                "holds several."
+            ),
+        ] = None,
+        part: Annotated[
+            Literal["input"] | None,
+            Field(
+                description='"input" returns the tool call\'s input (tool_use.input or '
+                "function.arguments) instead of its result; needs tool_call_id."
             ),
         ] = None,
         offset: Annotated[
@@ -597,6 +606,8 @@ class Workspace:
         a ready-to-send image part, and other inline files by their card). Concatenating the
         pages gives the text back exactly; ``format`` says which (``text`` or ``json``).
         Without ``tool_call_id``, a message that holds one tool result gives that result.
+        With ``part="input"``, the original is the input of call ``tool_call_id`` instead
+        (Anthropic ``tool_use.input`` as JSON, OpenAI ``function.arguments`` verbatim).
         The byte-exact stored message is `Workspace.messages`.
 
         Raises:
@@ -613,7 +624,24 @@ class Workspace:
             "role": message.get("role"),
         }
         value: Any
-        if tool_call_id is not None:
+        if part is not None:
+            if part != "input":
+                raise InvalidArgumentError(f'part must be "input" or absent, got {part!r}')
+            if tool_call_id is None:
+                raise InvalidArgumentError(
+                    'part="input" needs the tool_call_id the placeholder names'
+                )
+            check_id("tool_call_id", tool_call_id)
+            inputs = dict(call_inputs(message))
+            if tool_call_id not in inputs:
+                raise ConversationNotFoundError(
+                    f"message {mid!r} makes no tool call {tool_call_id!r}"
+                    + (f"; it makes {', '.join(map(repr, inputs))}" if inputs else "")
+                )
+            head["tool_call_id"] = tool_call_id
+            head["part"] = part
+            value = inputs[tool_call_id]
+        elif tool_call_id is not None:
             check_id("tool_call_id", tool_call_id)
             chosen = [s for s in slots if s.tool_call_id == tool_call_id]
             if not chosen:
@@ -623,10 +651,12 @@ class Workspace:
                     + (f"; it holds {', '.join(map(repr, known))}" if known else "")
                 )
             slots = chosen
-        if tool_call_id is not None or len(slots) == 1:
+        if part is None and (tool_call_id is not None or len(slots) == 1):
             head["tool_call_id"] = slots[0].tool_call_id
             head["is_error"] = slots[0].is_error
             value = slots[0].content
+        elif part is not None:
+            pass  # the input chosen above
         elif isinstance(message.get("content"), str) and not message.get("tool_calls"):
             value = message["content"]
         else:
@@ -644,6 +674,8 @@ class Workspace:
                 args = [("conversation_id", cid), ("message_id", mid)]
                 if "tool_call_id" in head:
                     args.append(("tool_call_id", head["tool_call_id"]))
+                if "part" in head:
+                    args.append(("part", head["part"]))
                 call = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args)
                 nxt = f"conversation_read({call}, offset={next_offset})"
             return {

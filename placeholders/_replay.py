@@ -1,25 +1,46 @@
-"""The replay transformer: stale, large tool results become retrieval placeholders."""
+"""The replay transformer: stale, large tool results and inputs become retrieval placeholders.
+
+Two rules live here. The seed rule (`ReplayPolicy.seed`) elides a stale result the moment it
+ages out. The default is cache-aware: the same kind of elision waits until it pays for itself
+under a provider's prompt cache (a changed byte rewrites the cache from that point on), and
+results, tool inputs and finished reasoning age by user exchanges *or* by assistant turns, so
+a single long agent loop ages too. Both are pure functions of the message list.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import InvalidMessagesError
 from ._pairing import BLOCK_IDS_KEY, repair_pairing
-from ._shapes import ResultSlot, content_chars, is_genuine_user, result_slots, tool_calls
+from ._shapes import (
+    ResultSlot,
+    block_chars,
+    content_chars,
+    is_genuine_user,
+    result_slots,
+    tool_calls,
+)
 
 __all__ = [
+    "CACHE_READ",
+    "CACHE_WRITE",
     "DEFAULT_KEEP_ASSISTANT_TURNS",
     "DEFAULT_KEEP_USER_EXCHANGES",
     "DEFAULT_MIN_CHARS",
+    "DEFAULT_PRESSURE_CHARS",
     "DEFAULT_PREVIEW_CHARS",
+    "INPUT_MARKER",
     "PLACEHOLDER_MARKER",
     "AgeUnit",
     "ReplayPolicy",
     "ReplayResult",
+    "Timing",
+    "call_inputs",
     "is_placeholder",
     "read_call",
     "replay",
@@ -28,13 +49,21 @@ __all__ = [
 
 DEFAULT_MIN_CHARS = 2000
 DEFAULT_KEEP_USER_EXCHANGES = 2
-DEFAULT_KEEP_ASSISTANT_TURNS = 5
+DEFAULT_KEEP_ASSISTANT_TURNS = 3
+DEFAULT_PRESSURE_CHARS = 150_000
 DEFAULT_PREVIEW_CHARS = 200
 MAX_PREVIEW_CHARS = 2000
 PLACEHOLDER_MARKER = "[elided tool result]"
+INPUT_MARKER = "[elided tool input]"
+INPUT_FIELD_MIN_CHARS = 256  # string fields of a stale input shorter than this stay
+# Prompt-cache prices relative to uncached input (Anthropic: read 0.1x, 5-minute write 1.25x).
+CACHE_READ = 0.1
+CACHE_WRITE = 1.25
 
-AgeUnit = Literal["user_exchange", "assistant_turn"]
-_AGE_UNITS = ("user_exchange", "assistant_turn")
+AgeUnit = Literal["user_exchange", "assistant_turn", "exchange_or_turn"]
+Timing = Literal["eager", "cache_aware"]
+_AGE_UNITS = ("user_exchange", "assistant_turn", "exchange_or_turn")
+_TIMINGS = ("eager", "cache_aware")
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:
@@ -46,34 +75,51 @@ def _check_count(name: str, value: object, minimum: int) -> None:
 
 @dataclass(frozen=True)
 class ReplayPolicy:
-    """What replay elides.
+    """What replay elides, and when.
 
     Attributes:
-        min_chars: a stale result is elided from this size (codepoints, images included).
+        min_chars: a stale result (or tool input) is elided from this size (codepoints,
+            images included; an input is measured as its JSON).
         keep_user_exchanges: results in the last N genuine user exchanges stay verbatim.
-        keep_assistant_turns: the same, counted in assistant turns, for ``age_unit=
-            "assistant_turn"`` (single-task agent loops are one long exchange).
-        age_unit: ``"user_exchange"`` (default) or ``"assistant_turn"``.
+        keep_assistant_turns: the last N assistant turns stay verbatim (``age_unit=
+            "assistant_turn"``; with ``"exchange_or_turn"``, the last N of the current
+            exchange, so a single long agent loop ages too).
+        age_unit: ``"exchange_or_turn"`` (default: stale when older than the last
+            ``keep_user_exchanges`` exchanges *or* the last ``keep_assistant_turns`` turns of
+            the current exchange), ``"user_exchange"`` or ``"assistant_turn"``.
         preview_chars: length of the head excerpt in a placeholder; 0 leaves it out.
-        exclude_tools: names of tools whose results are never elided.
-        min_savings: elide in batches that save at least this many chars, so the replayed
-            prefix (and a provider's prompt cache) changes rarely. 0 elides at once. A batch
-            still under the threshold waits, so at most ``min_savings`` chars are held back.
+        exclude_tools: names of tools whose results and inputs are never elided.
+        min_savings: elide in batches that save at least this many chars. 0 elides at once.
+        timing: ``"cache_aware"`` (default) applies a batch of stale elisions only once it
+            pays for the prompt-cache rewrite it causes (see `replay`); ``"eager"`` applies
+            each as soon as it is stale.
+        pressure_chars: with cache-aware timing, a request that would carry more than this
+            (codepoints, as `content_chars` counts) applies its stale elisions at once,
+            paid for or not, so the cache never lets a request grow unbounded.
+        elide_inputs: also elide the long string fields of stale tool inputs (Anthropic
+            ``tool_use.input``, OpenAI ``function.arguments``); the call keeps its keys.
+        drop_thinking: leave out ``thinking`` / ``redacted_thinking`` blocks of assistant
+            turns before the current exchange (Anthropic strips them from the context
+            itself; those of the current tool loop are always kept, signed and unchanged).
     """
 
     min_chars: int = DEFAULT_MIN_CHARS
     keep_user_exchanges: int = DEFAULT_KEEP_USER_EXCHANGES
     keep_assistant_turns: int = DEFAULT_KEEP_ASSISTANT_TURNS
-    age_unit: AgeUnit = "user_exchange"
+    age_unit: AgeUnit = "exchange_or_turn"
     preview_chars: int = DEFAULT_PREVIEW_CHARS
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
     min_savings: int = 0
+    timing: Timing = "cache_aware"
+    pressure_chars: int = DEFAULT_PRESSURE_CHARS
+    elide_inputs: bool = True
+    drop_thinking: bool = False
 
     @classmethod
     def seed(cls) -> ReplayPolicy:
-        """The original rule, exactly: results of >= 2,000 chars older than the last two
+        """The original rule, exactly: tool results of >= 2,000 chars older than the last two
         genuine user exchanges become placeholders at once; nothing else changes."""
-        return cls()
+        return cls(age_unit="user_exchange", timing="eager", elide_inputs=False)
 
     def __post_init__(self) -> None:
         _check_count("min_chars", self.min_chars, 1)
@@ -81,6 +127,7 @@ class ReplayPolicy:
         _check_count("keep_assistant_turns", self.keep_assistant_turns, 0)
         _check_count("preview_chars", self.preview_chars, 0)
         _check_count("min_savings", self.min_savings, 0)
+        _check_count("pressure_chars", self.pressure_chars, 1)
         if self.preview_chars > MAX_PREVIEW_CHARS:
             raise InvalidMessagesError(
                 f"preview_chars must be <= {MAX_PREVIEW_CHARS}, got {self.preview_chars}"
@@ -89,6 +136,13 @@ class ReplayPolicy:
             raise InvalidMessagesError(
                 f"age_unit must be one of {', '.join(_AGE_UNITS)}, got {self.age_unit!r}"
             )
+        if self.timing not in _TIMINGS:
+            raise InvalidMessagesError(
+                f"timing must be one of {', '.join(_TIMINGS)}, got {self.timing!r}"
+            )
+        for name in ("elide_inputs", "drop_thinking"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidMessagesError(f"{name} must be a bool")
         tools = self.exclude_tools
         if isinstance(tools, str) or not isinstance(tools, Iterable):
             raise InvalidMessagesError("exclude_tools must be a collection of tool names")
@@ -96,6 +150,16 @@ class ReplayPolicy:
         if not all(isinstance(n, str) for n in names):
             raise InvalidMessagesError("exclude_tools must hold tool names (str)")
         object.__setattr__(self, "exclude_tools", names)
+
+    def why(self) -> str:
+        """The age clause every placeholder of this policy carries (fixed bytes)."""
+        exchanges = f"the last {self.keep_user_exchanges} user exchanges"
+        turns = f"the last {self.keep_assistant_turns} assistant turns"
+        if self.age_unit == "user_exchange":
+            return f"older than {exchanges}"
+        if self.age_unit == "assistant_turn":
+            return f"older than {turns}"
+        return f"older than {exchanges} or {turns}"
 
 
 @dataclass(frozen=True)
@@ -119,23 +183,49 @@ class ReplayResult:
         }
 
 
-def read_call(conversation_id: str, message_id: str, tool_call_id: str | None = None) -> str:
+def read_call(
+    conversation_id: str,
+    message_id: str,
+    tool_call_id: str | None = None,
+    part: str | None = None,
+) -> str:
     """The exact ``conversation_read(...)`` call text that a placeholder names."""
     args = f"conversation_id={_q(conversation_id)}, message_id={_q(message_id)}"
     if tool_call_id is not None:
         args += f", tool_call_id={_q(tool_call_id)}"
+    if part is not None:
+        args += f", part={_q(part)}"
     return f"conversation_read({args})"
 
 
 def is_placeholder(content: Any) -> bool:
-    """True when a tool result's content is one of our placeholders (never elide twice)."""
+    """True when a tool result's content (or a tool input's string field) is one of our
+    placeholders (never elide twice)."""
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
         content = content[0].get("text")
     return (
         isinstance(content, str)
-        and content.startswith(PLACEHOLDER_MARKER)
+        and content.startswith((PLACEHOLDER_MARKER, INPUT_MARKER))
         and "conversation_read(" in content
     )
+
+
+@dataclass
+class _Item:
+    """One possible elision: a tool result, the long fields of a tool input, or the thinking
+    blocks of a finished assistant turn, at message ``index``."""
+
+    index: int
+    kind: Literal["result", "input", "thinking"]
+    savings: int  # chars it saves, as its placeholder states them (the timing rule's unit)
+    elided: int
+    shrink: int = 0  # what it takes off `content_chars` of its message
+    done: bool = False  # already a placeholder in the input (a replay of a replay)
+    slot: ResultSlot | None = None
+    text: str = ""
+    call_id: str = ""
+    mid: str = ""  # the stored message that holds it
+    new_input: Any = None
 
 
 def replay(
@@ -144,15 +234,27 @@ def replay(
     conversation_id: str,
     policy: ReplayPolicy | None = None,
 ) -> ReplayResult:
-    """Replace stale, large tool results with placeholders; keep everything else verbatim.
+    """Replace stale, large tool results (and inputs) with placeholders; keep the rest verbatim.
 
     The messages are first made valid for providers (`repair_pairing`: split records joined,
     orphan results left out, unanswered calls stubbed); ``notes`` lists what that changed.
     Pure: the input is never mutated, unchanged messages are passed through, and the same
     input always gives the same bytes.
 
+    Cache-aware timing (the default) decides from the message list alone. Every assistant
+    message marks a past request (the one that produced it), and the end of the list is the
+    current one. At each such point, in order, the elisions that have become stale since the
+    last batch form a pending batch; it is applied when what it saves on cache reads,
+    ``CACHE_READ x savings`` per request, times the requests still to come (guessed as the
+    requests the current user exchange has made so far), covers the rewrite it causes,
+    ``(CACHE_WRITE - CACHE_READ) x`` the chars from its first changed message to the end, or
+    when the request would carry more than ``policy.pressure_chars``. Otherwise it waits
+    and grows.
+    So between two applied batches each replay is a byte-exact prefix extension of the one
+    before, and the same messages always give the same bytes.
+
     Args:
-        messages: OpenAI Chat Completions or Anthropic Messages dicts. Messages whose results
+        messages: OpenAI Chat Completions or Anthropic Messages dicts. Messages whose content
             may be elided need a string ``"id"`` (the store assigns one).
         conversation_id: named in every placeholder's ``conversation_read`` call.
         policy: thresholds and options; `ReplayPolicy()` by default.
@@ -173,33 +275,184 @@ def replay(
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
             raise InvalidMessagesError(f"message {i} is not a dict with a string 'role'")
     messages, notes = repair_pairing(messages)
-    chars_in = sum(content_chars(m) for m in messages)
+    sizes = [content_chars(m) for m in messages]
+    chars_in = sum(sizes)
+    if policy.timing == "eager":
+        chosen = _eager(messages, policy, conversation_id)
+    else:
+        chosen = _cache_aware(messages, policy, conversation_id, sizes)
+    if policy.drop_thinking:
+        exchange = _last_exchange_start(messages)
+        chosen += [
+            item
+            for i in range(exchange)
+            if messages[i].get("role") == "assistant"
+            for item in _thinking_items(i, messages[i])
+        ]
+    new = [item for item in chosen if not item.done]
+    _check_ids(new)
+    return ReplayResult(
+        messages=_apply(messages, new),
+        chars_in=chars_in,
+        chars_out=chars_in - sum(item.shrink for item in new),
+        placeholders=sum(1 for item in new if item.kind != "thinking"),
+        elided_chars=sum(item.elided for item in new),
+        notes=notes,
+    )
+
+
+def _eager(
+    messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy, conversation_id: str
+) -> list[_Item]:
     cutoff = stale_before(messages, policy)
+    chosen: list[_Item] = []
+    pending: list[_Item] = []
+    batch = 0
+    for item in _items(messages, policy, conversation_id, len(messages)):
+        if item.index >= cutoff:
+            continue
+        pending.append(item)
+        batch += item.savings
+        # Batches are cut greedily from the oldest item, so the cut points depend only on
+        # items already stale: later turns never move an earlier cut.
+        if batch >= policy.min_savings:
+            chosen += pending
+            pending, batch = [], 0
+    return chosen
+
+
+def _cache_aware(
+    messages: Sequence[Mapping[str, Any]],
+    policy: ReplayPolicy,
+    conversation_id: str,
+    sizes: list[int],
+) -> list[_Item]:
+    n = len(messages)
+    # Decision points: each past request (the prefix before an assistant message) and the
+    # current one (the whole list, unless it ends with an assistant message).
+    points = [j for j in range(1, n) if messages[j].get("role") == "assistant"]
+    if n and messages[n - 1].get("role") != "assistant":
+        points.append(n)
+    if not points:
+        return []
+    items = sorted(
+        _items(messages, policy, conversation_id, points[-1]), key=lambda item: item.index
+    )
+    if not items:
+        return []
+    # Sizes as if every possible elision were made: the same whether or not the input is
+    # already a replay, so a replay of a replay decides exactly as the first one did.
+    post = list(sizes)
+    for item in items:
+        if not item.done:
+            post[item.index] -= item.shrink
+    if policy.drop_thinking:
+        for i, message in enumerate(messages):
+            if message.get("role") == "assistant":
+                post[i] -= sum(item.shrink for item in _thinking_items(i, message))
+    prefix = [0]
+    for size in post:
+        prefix.append(prefix[-1] + size)
+    starts: list[int] = []  # genuine user messages seen so far
+    turns: list[int] = []  # assistant messages seen so far
+    chosen: list[_Item] = []
+    pending: list[_Item] = []
+    waiting = items  # not yet stale, in message order
+    seen = 0
+    for point in points:
+        for j in range(seen, point):
+            if is_genuine_user(messages[j]):
+                starts.append(j)
+            elif messages[j].get("role") == "assistant":
+                turns.append(j)
+        seen = point
+        cutoff = _boundary(starts, turns, point, policy)
+        still: list[_Item] = []
+        for item in waiting:
+            (pending if item.index < cutoff else still).append(item)
+        waiting = still
+        if not pending:
+            continue
+        savings = sum(item.savings for item in pending)
+        if savings < policy.min_savings:
+            continue
+        first = min(item.index for item in pending)
+        # What the batch rewrites: the chars from its first changed message to the end,
+        # with the elisions not yet due still at full size.
+        unapplied = sum(item.savings for item in waiting if item.index < point)
+        rewrite = (CACHE_WRITE - CACHE_READ) * (prefix[point] - prefix[first] + unapplied)
+        # Requests still to come, guessed as many as the current exchange has made so far.
+        exchange = starts[-1] if starts else 0
+        future = 1 + sum(1 for t in turns if t >= exchange)
+        size = prefix[point] + unapplied + savings
+        if future * CACHE_READ * savings >= rewrite or size > policy.pressure_chars:
+            chosen += pending
+            pending = []
+    return chosen
+
+
+def stale_before(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
+    """Index where the protected recent part starts; tool results before it are stale."""
+    starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
+    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    return _boundary(starts, turns, len(messages), policy)
+
+
+def _boundary(starts: list[int], turns: list[int], end: int, policy: ReplayPolicy) -> int:
+    by_exchange = _kth_last(starts, policy.keep_user_exchanges, end)
+    if policy.age_unit == "user_exchange":
+        return by_exchange
+    by_turn = _kth_last(turns, policy.keep_assistant_turns, end)
+    if policy.age_unit == "assistant_turn":
+        return by_turn
+    # Turns count only inside the current exchange; before it, exchanges do the ageing.
+    current = starts[-1] if starts else 0
+    return max(by_exchange, by_turn if by_turn > current else 0)
+
+
+def _kth_last(positions: list[int], keep: int, end: int) -> int:
+    if keep == 0:
+        return end
+    if len(positions) < keep:
+        return 0
+    return positions[-keep]
+
+
+def _last_exchange_start(messages: Sequence[Mapping[str, Any]]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if is_genuine_user(messages[i]):
+            return i
+    return 0
+
+
+def _items(
+    messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy, conversation_id: str, end: int
+) -> list[_Item]:
+    """Every elision the policy could ever make in ``messages[:end]``, oldest first."""
+    items: list[_Item] = []
     names: dict[str, str] = {}  # tool name of each call, from the assistant message before it
-    pending: list[tuple[int, ResultSlot, str, int]] = []  # message, slot, text, savings
-    chosen: list[tuple[int, ResultSlot, str, int]] = []
-    batch_savings = 0
-    for i in range(cutoff):
+    for i in range(end):
         message = messages[i]
         if message.get("role") == "assistant":
             names = dict(tool_calls(message))
+            if policy.elide_inputs:
+                items += _input_items(i, message, policy, conversation_id)
             continue
         slots = result_slots(message)
         for slot in slots:
-            size = slot.chars()
-            if size < policy.min_chars or is_placeholder(slot.content):
-                continue
             name = names.get(slot.tool_call_id, "unknown")
             if name in policy.exclude_tools:
                 continue
-            message_id = message.get("id")
-            if BLOCK_IDS_KEY in message and slot.block is not None:
-                message_id = message[BLOCK_IDS_KEY][slot.block]  # a joined message
-            if not isinstance(message_id, str) or not message_id:
-                raise InvalidMessagesError(
-                    f"message {i} holds a stale tool result but has no string 'id'; store the "
-                    "conversation first or give every message a stable id"
-                )
+            size = slot.chars()
+            if is_placeholder(slot.content):
+                stated = _stated_size(slot.text())
+                if stated is not None:
+                    saved = stated - size
+                    items.append(_Item(i, "result", saved, stated, saved, done=True, slot=slot))
+                continue
+            if size < policy.min_chars:
+                continue
+            message_id = _message_id(message, slot.block)
             text = _placeholder(
                 slot,
                 name,
@@ -210,68 +463,234 @@ def replay(
                 ),
             )
             savings = size - len(text)
-            if savings <= 0:
-                continue  # a placeholder must never make a message longer
-            pending.append((i, slot, text, savings))
-            batch_savings += savings
-            # Batches are cut greedily from the oldest result, so the cut points depend only
-            # on results already stale: later turns never move an earlier cut.
-            if batch_savings >= policy.min_savings:
-                chosen += pending
-                pending, batch_savings = [], 0
+            if savings > 0:  # a placeholder must never make a message longer
+                items.append(
+                    _Item(i, "result", savings, size, savings, slot=slot, text=text, mid=message_id)
+                )
+    return items
+
+
+_STATED_RESULT = re.compile(
+    re.escape(PLACEHOLDER_MARKER) + r' Output of tool "(?:[^"\\]|\\.)*" \(([\d,]+) chars'
+)
+_STATED_INPUT = re.compile(re.escape(INPUT_MARKER) + r" ([\d,]+) chars of this")
+
+
+def _stated_size(text: str) -> int | None:
+    """The original size a placeholder of ours states, or None for other text."""
+    match = _STATED_RESULT.match(text) or _STATED_INPUT.match(text)
+    return int(match.group(1).replace(",", "")) if match else None
+
+
+def _message_id(message: Mapping[str, Any], block: int | None) -> str:
+    """The stored id of a message (of its content block ``block``, when the replay joined
+    records a log had split), or "" (an item without one fails only if it is chosen)."""
+    ids = message.get(BLOCK_IDS_KEY)
+    if block is not None and isinstance(ids, list) and block < len(ids):
+        message_id = ids[block]
+    else:
+        message_id = message.get("id")
+    return message_id if isinstance(message_id, str) else ""
+
+
+def _check_ids(chosen: list[_Item]) -> None:
+    for item in chosen:
+        if not item.mid and item.kind != "thinking":
+            what = "tool result" if item.kind == "result" else "tool input"
+            raise InvalidMessagesError(
+                f"message {item.index} holds a stale {what} but has no string 'id'; store the "
+                "conversation first or give every message a stable id"
+            )
+
+
+def _input_items(
+    i: int, message: Mapping[str, Any], policy: ReplayPolicy, conversation_id: str
+) -> list[_Item]:
+    items = []
+    for call_id, name, value, block in _call_inputs(message):
+        is_text = block is None
+        if name in policy.exclude_tools:
+            continue
+        if is_text:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue  # not JSON: the provider could not read an edited copy either
+            size = len(value)
+        else:
+            parsed = value
+            size = len(json.dumps(value, ensure_ascii=False, sort_keys=True))
+        mid = _message_id(message, block)
+        call = read_call(conversation_id, mid, call_id, "input")
+        new, elided, saved, prior = _elide_fields(parsed, name, policy, call)
+        if prior:  # a replay of a replay: this input is already elided
+            items.append(_Item(i, "input", prior, 0, done=True, call_id=call_id, mid=mid))
+            continue
+        if size < policy.min_chars or saved <= 0:
+            continue
+        if is_text:
+            new = json.dumps(new, ensure_ascii=False)
+            shrink = size - len(new)
+        else:
+            shrink = size - len(json.dumps(new, ensure_ascii=False, sort_keys=True))
+        if shrink > 0:
+            items.append(
+                _Item(i, "input", saved, elided, shrink, call_id=call_id, new_input=new, mid=mid)
+            )
+    return items
+
+
+def call_inputs(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(call id, input)`` of every tool call an assistant message makes: Anthropic
+    ``tool_use.input`` (an object) or OpenAI ``function.arguments`` (a JSON string), as stored."""
+    return [(call_id, value) for call_id, _, value, _ in _call_inputs(message)]
+
+
+def _call_inputs(message: Mapping[str, Any]) -> list[tuple[str, str, Any, int | None]]:
+    """(call id, tool name, input, block) of each tool call in a message: ``block`` is the
+    content position of an Anthropic ``tool_use``, None for an OpenAI call (a JSON string)."""
+    out: list[tuple[str, str, Any, int | None]] = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(call.get("id"), str):
+            args, name = function.get("arguments"), function.get("name")
+            if isinstance(args, str):
+                out.append((call["id"], name if isinstance(name, str) else "unknown", args, None))
+    content = message.get("content")
+    for n, block in enumerate(content if isinstance(content, list) else ()):
+        if (
+            isinstance(block, Mapping)
+            and block.get("type") == "tool_use"
+            and isinstance(block.get("id"), str)
+            and isinstance(block.get("input"), Mapping)
+        ):
+            name = block.get("name")
+            out.append(
+                (block["id"], name if isinstance(name, str) else "unknown", block["input"], n)
+            )
+    return out
+
+
+def _elide_fields(
+    value: Any, tool: str, policy: ReplayPolicy, call: str
+) -> tuple[Any, int, int, int]:
+    """A copy of a tool input whose long string fields are placeholders: (copy, chars
+    elided, chars saved, chars saved by placeholders already there). Keys, list lengths and
+    every other value stay as they were."""
+    if isinstance(value, str):
+        if is_placeholder(value):
+            stated = _stated_size(value)
+            return value, 0, 0, (stated - len(value) if stated else 0)
+        if len(value) < INPUT_FIELD_MIN_CHARS:
+            return value, 0, 0, 0
+        head = value[: policy.preview_chars]
+        text = (
+            f"{INPUT_MARKER} {len(value):,} chars of this {_q(tool)} input elided from this "
+            f"replay because it is {policy.why()}."
+            + (f" Head: {_q(head)}{'...' if len(value) > len(head) else ''}" if head else "")
+            + f" Full input: {call}"
+        )
+        if len(text) >= len(value):
+            return value, 0, 0, 0
+        return text, len(value), len(value) - len(text), 0
+    parts: list[tuple[Any, Any]] = []
+    if isinstance(value, Mapping):
+        parts = list(value.items())
+    elif isinstance(value, list):
+        parts = list(enumerate(value))
+    else:
+        return value, 0, 0, 0
+    elided = saved = prior = 0
+    out = []
+    for key, inner in parts:
+        new, e, s, p = _elide_fields(inner, tool, policy, call)
+        out.append((key, new))
+        elided, saved, prior = elided + e, saved + s, prior + p
+    if not saved:
+        return value, 0, 0, prior
+    if isinstance(value, Mapping):
+        return dict(out), elided, saved, prior
+    return [new for _, new in out], elided, saved, prior
+
+
+def _thinking_items(i: int, message: Mapping[str, Any]) -> list[_Item]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    thinking = [
+        b
+        for b in content
+        if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")
+    ]
+    if not thinking or len(thinking) == len(content):
+        return []  # nothing to drop, or the turn would be left empty
+    shrink = sum(block_chars(b) for b in thinking)
+    size = sum(len(json.dumps(b, ensure_ascii=False)) for b in thinking)  # with signatures
+    return [_Item(i, "thinking", size, size, shrink)]
+
+
+def _apply(messages: Sequence[Mapping[str, Any]], chosen: list[_Item]) -> list[dict[str, Any]]:
     out = [m if isinstance(m, dict) else dict(m) for m in messages]
     copied: dict[int, dict[str, Any]] = {}
-    elided = saved = 0
-    for i, slot, text, savings in chosen:
+    for item in sorted(chosen, key=lambda item: (item.index, item.kind != "thinking")):
+        i = item.index
         if i not in copied:
             copied[i] = dict(messages[i])
-            if slot.block is not None:
+            if isinstance(copied[i].get("content"), list):
                 copied[i]["content"] = list(copied[i]["content"])
         message = copied[i]
-        new_content: Any = (
-            [{"type": "text", "text": text}] if isinstance(slot.content, list) else text
-        )
-        if slot.block is None:
-            message["content"] = new_content
+        if item.kind == "result":
+            slot = item.slot
+            assert slot is not None
+            new_content: Any = (
+                [{"type": "text", "text": item.text}]
+                if isinstance(slot.content, list)
+                else item.text
+            )
+            if slot.block is None:
+                message["content"] = new_content
+            else:
+                block = dict(message["content"][slot.block])
+                block["content"] = new_content
+                message["content"][slot.block] = block
+        elif item.kind == "input":
+            _set_input(message, item.call_id, item.new_input)
         else:
-            block = dict(message["content"][slot.block])
-            block["content"] = new_content
-            message["content"][slot.block] = block
+            message["content"] = [
+                b
+                for b in message["content"]
+                if not (
+                    isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")
+                )
+            ]
         out[i] = message
-        elided += slot.chars()
-        saved += savings
-    return ReplayResult(
-        messages=out,
-        chars_in=chars_in,
-        chars_out=chars_in - saved,
-        placeholders=len(chosen),
-        elided_chars=elided,
-        notes=notes,
-    )
+    return out
 
 
-def stale_before(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
-    """Index where the protected recent part starts; tool results before it are stale."""
-    if policy.age_unit == "user_exchange":
-        keep = policy.keep_user_exchanges
-        starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
-    else:
-        keep = policy.keep_assistant_turns
-        starts = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
-    if keep == 0:
-        return len(messages)
-    if len(starts) < keep:
-        return 0
-    return starts[-keep]
+def _set_input(message: dict[str, Any], call_id: str, new: Any) -> None:
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for n, call in enumerate(calls):
+            if isinstance(call, Mapping) and call.get("id") == call_id:
+                calls = list(calls)
+                calls[n] = {**call, "function": {**call["function"], "arguments": new}}
+                message["tool_calls"] = calls
+                return
+    content = message.get("content")
+    if isinstance(content, list):
+        for n, block in enumerate(content):
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "tool_use"
+                and block.get("id") == call_id
+            ):
+                content[n] = {**block, "input": new}
+                return
 
 
 def _placeholder(slot: ResultSlot, name: str, size: int, policy: ReplayPolicy, call: str) -> str:
     text = slot.text()
     lines = text.count("\n") + (0 if text.endswith("\n") else 1) if text else 0
-    if policy.age_unit == "user_exchange":
-        why = f"older than the last {policy.keep_user_exchanges} user exchanges"
-    else:
-        why = f"older than the last {policy.keep_assistant_turns} assistant turns"
     images = sum(
         1
         for b in (slot.content if isinstance(slot.content, list) else ())
@@ -281,7 +700,7 @@ def _placeholder(slot: ResultSlot, name: str, size: int, policy: ReplayPolicy, c
         f"{PLACEHOLDER_MARKER} Output of tool {_q(name)} ({size:,} chars, "
         f"{lines:,} line{'' if lines == 1 else 's'}"
         + (f", {images} image{'s' if images != 1 else ''}" if images else "")
-        + f") elided from this replay because it is {why}."
+        + f") elided from this replay because it is {policy.why()}."
     ]
     if slot.is_error:
         parts.append("It was an error result.")

@@ -90,9 +90,21 @@ def result_content(draw: st.DrawFn, shape: str) -> Any:
     return text
 
 
+def big_input(message: dict[str, Any], text: str) -> None:
+    """Give every call of an assistant message a long string field (and a short one)."""
+    for call in message.get("tool_calls") or ():
+        call["function"]["arguments"] = json.dumps({"command": text, "timeout": 5})
+    for block in message["content"] if isinstance(message["content"], list) else ():
+        if block.get("type") == "tool_use":
+            block["input"] = {"path": "a.txt", "content": text, "lines": [text[:300], 2]}
+
+
 @st.composite
-def conversations(draw: st.DrawFn, shape: str | None = None) -> list[dict[str, Any]]:
-    """A valid conversation in one provider shape, with ids m1, m2, ..."""
+def conversations(
+    draw: st.DrawFn, shape: str | None = None, big_inputs: bool = False
+) -> list[dict[str, Any]]:
+    """A valid conversation in one provider shape, with ids m1, m2, ...; with
+    ``big_inputs``, some calls carry long inputs."""
     shape = shape or draw(st.sampled_from(["openai", "anthropic"]))
     messages: list[dict[str, Any]] = []
     if draw(st.booleans()):
@@ -109,6 +121,8 @@ def conversations(draw: st.DrawFn, shape: str | None = None) -> list[dict[str, A
                 calls.append((f"call_{call_no}", draw(st.sampled_from(["bash", "read", "grep"]))))
             if shape == "openai":
                 messages.append(oa_call(*calls))
+                if big_inputs and draw(st.booleans()):
+                    big_input(messages[-1], draw(_texts) + "w" * draw(st.sampled_from([300, 2500])))
                 for cid, _ in calls:
                     result = oa_result(cid, draw(result_content("openai")))
                     if draw(st.integers(0, 6)) == 0:
@@ -116,6 +130,8 @@ def conversations(draw: st.DrawFn, shape: str | None = None) -> list[dict[str, A
                     messages.append(result)
             else:
                 messages.append(an_call(*calls, thinking=draw(st.booleans())))
+                if big_inputs and draw(st.booleans()):
+                    big_input(messages[-1], draw(_texts) + "w" * draw(st.sampled_from([300, 2500])))
                 messages.append(
                     an_results(
                         *(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -23,6 +24,7 @@ import cards
 from index import FORMATS, FileReport, Workspace, WorkspaceError, tool_schemas
 from placeholders import (
     DEFAULT_MIN_CHARS,
+    AgeUnit,
     PlaceholderError,
     ReplayPolicy,
     is_placeholder,
@@ -218,11 +220,13 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
 @click.argument("target")
 @click.option(
     "--age-unit",
-    type=click.Choice(["user_exchange", "assistant_turn"]),
-    default="user_exchange",
+    type=click.Choice(["exchange_or_turn", "user_exchange", "assistant_turn"]),
+    default="exchange_or_turn",
     show_default=True,
-    help="What ages a tool result: genuine user exchanges, or assistant turns (agent loops).",
+    help="What ages a tool result: user exchanges or assistant turns (the default), user "
+    "exchanges only, or assistant turns only.",
 )
+@click.option("--seed", is_flag=True, help="The original rule: ReplayPolicy.seed().")
 @click.option(
     "--min-chars", type=click.IntRange(min=1), default=DEFAULT_MIN_CHARS, show_default=True
 )
@@ -252,6 +256,7 @@ def replay_command(
     ctx: click.Context,
     target: str,
     age_unit: str,
+    seed: bool,
     min_chars: int,
     keep: int | None,
     fmt: str,
@@ -259,12 +264,13 @@ def replay_command(
     as_json: bool,
 ) -> None:
     """Print the lean replay of TARGET (a stored conversation id, or a log file to ingest)."""
-    options: dict[str, Any] = {"age_unit": age_unit, "min_chars": min_chars}
+    base = ReplayPolicy.seed() if seed else ReplayPolicy(age_unit=cast(AgeUnit, age_unit))
+    options: dict[str, Any] = {"min_chars": min_chars}
     if keep is not None:
         options[
-            "keep_user_exchanges" if age_unit == "user_exchange" else "keep_assistant_turns"
+            "keep_user_exchanges" if base.age_unit == "user_exchange" else "keep_assistant_turns"
         ] = keep
-    policy = ReplayPolicy(**options)
+    policy = dataclasses.replace(base, **options)
     with workspace(ctx) as ws:
         if os.path.isfile(target):
             ids = list(ws.ingest(target, format=fmt, conversation_id=conversation_id))

@@ -16,6 +16,7 @@ from placeholders import (
     CallableSummarizer,
     FoldPolicy,
     OfflineSummarizer,
+    ReplayPolicy,
     check_pairing,
     content_chars,
     fold_boundary,
@@ -162,7 +163,7 @@ def test_the_summarizer_reads_originals_never_placeholders(tmp_path: Path) -> No
 
     with Workspace(tmp_path, fold_policy=SMALL, auto_fold=False) as ws:
         grow(ws, "c", 6, size=2500)
-        assert ws.replay("c").placeholders > 0  # replay would show placeholders...
+        assert ws.replay("c", ReplayPolicy.seed()).placeholders > 0  # replay shows placeholders...
         assert ws.fold("c", summarizer=record).folded
     folded = seen[0]
     for message in folded:  # ...but the summarizer got the originals

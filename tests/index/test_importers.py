@@ -12,14 +12,16 @@ from index import ImportFormatError, InvalidArgumentError, Workspace
 from placeholders import (
     STUB_TEXT,
     ReplayPolicy,
+    call_inputs,
     check_pairing,
     is_genuine_user,
     is_placeholder,
+    replay,
     result_slots,
 )
 from tests.builders import read_whole
-from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files, transcript_id
-from tests.placeholders.test_replay import parse_call
+from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files
+from tests.placeholders.test_replay import assert_prefix_extensions, parse_call, parse_part
 
 REAL_FILES = transcript_files()
 
@@ -39,7 +41,60 @@ def real_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return home, ids
 
 
-@pytest.mark.parametrize("path", REAL_FILES, ids=transcript_id)
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return [value]
+        return _strings(parsed) if not isinstance(parsed, str) else [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def check_round_trips(ws: Workspace, result: Any, stored: dict[str, dict[str, Any]]) -> int:
+    """Every placeholder, result or input, names a call whose pages give the original back."""
+    checked = 0
+    for new in result.messages:
+        for slot in result_slots(new):
+            if not is_placeholder(slot.content):
+                continue
+            text = slot.content if isinstance(slot.content, str) else slot.content[0]["text"]
+            conv, mid, call = parse_call(text)
+            (match,) = [s for s in result_slots(stored[mid]) if s.tool_call_id == slot.tool_call_id]
+            whole, pages = read_whole(ws, conv, mid, call)
+            assert whole == match.content
+            assert all(len(json.dumps(p, ensure_ascii=False)) <= 40_000 for p in pages)
+            checked += 1
+        for call_id, value in call_inputs(new):
+            fields = [s for s in _strings(value) if is_placeholder(s)]
+            if not fields:
+                continue
+            for field in fields:
+                conv, mid, call = parse_call(field)
+                assert (call, parse_part(field)) == (call_id, "input")
+                before = dict(call_inputs(stored[mid]))[call_id]
+                whole, _ = read_whole(ws, conv, mid, call, part="input")
+                assert json.dumps(whole) == json.dumps(before)  # byte-exact
+            if isinstance(value, str):
+                json.loads(value)  # OpenAI arguments still parse
+            else:
+                assert list(value) == list(before)  # the object keeps its keys
+            checked += 1
+    return checked
+
+
+REAL_POLICIES = [
+    ReplayPolicy(),
+    ReplayPolicy.seed(),
+    ReplayPolicy(timing="eager", keep_user_exchanges=1, keep_assistant_turns=3),
+]
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
 def test_real_transcript_imports_replays_and_round_trips(
     real_home: tuple[Path, dict[str, list[str]]], path: Path
 ) -> None:
@@ -49,29 +104,23 @@ def test_real_transcript_imports_replays_and_round_trips(
             originals = ws.messages(cid)
             assert originals, f"{cid} imported no messages"
             stored = {m["id"]: m for m in originals}
-            for policy in (ReplayPolicy(), ReplayPolicy(age_unit="assistant_turn")):
+            for policy in REAL_POLICIES:
                 result = ws.replay(cid, policy)
                 assert check_pairing(result.messages) == []
                 assert result.chars_out <= result.chars_in
-                checked = 0
-                for new in result.messages:
-                    for slot in result_slots(new):
-                        if not is_placeholder(slot.content):
-                            continue
-                        text = slot.content if isinstance(slot.content, str) else ""
-                        if not text:
-                            text = slot.content[0]["text"]
-                        conv, mid, call = parse_call(text)
-                        (match,) = [
-                            s
-                            for s in result_slots(stored[mid])
-                            if s.tool_call_id == slot.tool_call_id
-                        ]
-                        whole, pages = read_whole(ws, conv, mid, call)
-                        assert whole == match.content
-                        assert all(len(json.dumps(p, ensure_ascii=False)) <= 40_000 for p in pages)
-                        checked += 1
-                assert checked == result.placeholders
+                assert check_round_trips(ws, result, stored) == result.placeholders
+                again = replay(result.messages, conversation_id=cid, policy=policy)
+                assert json.dumps(again.messages) == json.dumps(result.messages)  # idempotent
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+def test_real_agent_loops_extend_their_requests_between_batches(
+    real_home: tuple[Path, dict[str, list[str]]], path: Path
+) -> None:
+    home, ids = real_home
+    with Workspace(home) as ws:
+        for cid in ids[str(path)]:
+            assert_prefix_extensions(ws.messages(cid), ReplayPolicy(), cid)
 
 
 def test_real_claude_code_session_facts(real_home: tuple[Path, dict[str, list[str]]]) -> None:

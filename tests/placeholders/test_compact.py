@@ -15,6 +15,7 @@ from placeholders import (
     CHARS_PER_TOKEN,
     OfflineSummarizer,
     PlaceholderError,
+    ReplayPolicy,
     call_with_overflow_retry,
     check_pairing,
     compact_turn,
@@ -199,7 +200,7 @@ def test_placeholders_are_never_truncated_again() -> None:
         + messages
     )
     messages = [{**m, "id": f"m{i}"} for i, m in enumerate(messages, 1)]
-    lean = replay(messages, conversation_id="c1").messages
+    lean = replay(messages, conversation_id="c1", policy=ReplayPolicy.seed()).messages
     assert is_placeholder(lean[2]["content"][0]["content"])
     result = compact_turn(lean, context_window=WINDOW, output_reserve=RESERVE, conversation_id="c1")
     assert result.messages[2] == lean[2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placeholders import (
+    INPUT_MARKER,
     PLACEHOLDER_MARKER,
     InvalidMessagesError,
     ReplayPolicy,
@@ -26,6 +28,7 @@ from tests.builders import (
     an_call,
     an_results,
     assistant,
+    big_input,
     conversations,
     dumps,
     oa_call,
@@ -34,10 +37,19 @@ from tests.builders import (
     with_ids,
 )
 
+SEED = ReplayPolicy.seed()
+SEED_LOOP = replace(SEED, age_unit="assistant_turn", keep_assistant_turns=5)
+
 CALL = re.compile(
     r'conversation_read\(conversation_id=("(?:[^"\\]|\\.)*"), message_id=("(?:[^"\\]|\\.)*")'
-    r'(?:, tool_call_id=("(?:[^"\\]|\\.)*"))?\)'
+    r'(?:, tool_call_id=("(?:[^"\\]|\\.)*"))?(?:, part=("input"))?\)'
 )
+
+
+def parse_part(text: str) -> str | None:
+    match = CALL.search(text)
+    assert match, text
+    return json.loads(match.group(4)) if match.group(4) else None
 
 
 def parse_call(text: str) -> tuple[str, str, str | None]:
@@ -71,7 +83,7 @@ def three_exchanges(size: int, *, shape: str = "openai") -> list[dict[str, Any]]
 @pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
 def test_stale_result_at_threshold_becomes_a_placeholder(shape: str) -> None:
     messages = three_exchanges(2000, shape=shape)
-    result = replay(messages, conversation_id="c1")
+    result = replay(messages, conversation_id="c1", policy=SEED)
     assert result.placeholders == 1
     assert result.elided_chars == 2000
     replaced = result.messages[2]
@@ -86,7 +98,7 @@ def test_stale_result_at_threshold_becomes_a_placeholder(shape: str) -> None:
 @pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
 def test_stale_result_below_threshold_stays(shape: str) -> None:
     messages = three_exchanges(1999, shape=shape)
-    result = replay(messages, conversation_id="c1")
+    result = replay(messages, conversation_id="c1", policy=SEED)
     assert result.placeholders == 0
     assert result.messages == messages
 
@@ -104,7 +116,7 @@ def test_large_result_inside_the_last_two_exchanges_stays() -> None:
             assistant("a3"),
         ]
     )
-    assert replay(messages, conversation_id="c1").placeholders == 0
+    assert replay(messages, conversation_id="c1", policy=SEED).placeholders == 0
 
 
 def test_one_user_message_and_thirty_round_trips_is_one_exchange() -> None:
@@ -112,8 +124,8 @@ def test_one_user_message_and_thirty_round_trips_is_one_exchange() -> None:
     for i in range(30):
         messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "y" * 3000)]
     messages = with_ids([*messages, assistant("done")])
-    assert replay(messages, conversation_id="c").placeholders == 0
-    loop = replay(messages, conversation_id="c", policy=ReplayPolicy(age_unit="assistant_turn"))
+    assert replay(messages, conversation_id="c", policy=SEED).placeholders == 0
+    loop = replay(messages, conversation_id="c", policy=SEED_LOOP)
     # Everything before the 5th most recent assistant turn ages out in agent-loop mode.
     assert loop.placeholders == 26
     assert check_pairing(loop.messages) == []
@@ -125,14 +137,14 @@ def test_anthropic_tool_results_in_user_messages_are_not_exchanges() -> None:
         messages += [an_call((f"t{i}", "read")), an_results((f"t{i}", "z" * 4000, False))]
     messages = with_ids(messages)
     assert sum(is_genuine_user(m) for m in messages) == 1
-    assert replay(messages, conversation_id="c").placeholders == 0
+    assert replay(messages, conversation_id="c", policy=SEED).placeholders == 0
 
 
 def test_meta_user_messages_do_not_count_as_exchanges() -> None:
     messages = three_exchanges(3000)
     # Replace the genuine u3 by an injected one: only two exchanges remain, nothing is stale.
     messages[6] = {**messages[6], "meta": True}
-    assert replay(messages, conversation_id="c1").placeholders == 0
+    assert replay(messages, conversation_id="c1", policy=SEED).placeholders == 0
 
 
 def test_several_results_in_one_message_name_their_tool_call() -> None:
@@ -146,7 +158,7 @@ def test_several_results_in_one_message_name_their_tool_call() -> None:
             user("u3"),
         ]
     )
-    result = replay(messages, conversation_id="c9")
+    result = replay(messages, conversation_id="c9", policy=SEED)
     blocks = result.messages[2]["content"]
     assert [b["tool_use_id"] for b in blocks] == ["a", "b"]
     assert [b["is_error"] for b in blocks] == [False, True]
@@ -170,7 +182,7 @@ def test_images_in_stale_results_are_elided_with_the_text() -> None:
             user("u3"),
         ]
     )
-    result = replay(messages, conversation_id="c")
+    result = replay(messages, conversation_id="c", policy=SEED)
     content = result.messages[2]["content"][0]["content"]
     assert content == [{"type": "text", "text": content[0]["text"]}]
     assert "1 image" in content[0]["text"]
@@ -179,7 +191,7 @@ def test_images_in_stale_results_are_elided_with_the_text() -> None:
 
 def test_exclude_tools_keeps_their_results() -> None:
     messages = three_exchanges(5000)
-    result = replay(messages, conversation_id="c1", policy=ReplayPolicy(exclude_tools={"bash"}))
+    result = replay(messages, conversation_id="c1", policy=replace(SEED, exclude_tools={"bash"}))
     assert result.placeholders == 0
 
 
@@ -188,7 +200,7 @@ def test_preview_chars(preview: int, present: bool) -> None:
     messages = three_exchanges(3000)
     messages[2]["content"] = "HEAD-" + "x" * 2995
     text = replay(
-        messages, conversation_id="c1", policy=ReplayPolicy(preview_chars=preview)
+        messages, conversation_id="c1", policy=replace(SEED, preview_chars=preview)
     ).messages[2]["content"]
     assert ('Head: "HEAD-' in text) is present
     if present:
@@ -198,7 +210,7 @@ def test_preview_chars(preview: int, present: bool) -> None:
 def test_placeholder_ids_are_quoted_safely() -> None:
     messages = three_exchanges(3000)
     messages[2]["id"] = 'weird"id\\with\nstuff'
-    text = replay(messages, conversation_id='conv "x"').messages[2]["content"]
+    text = replay(messages, conversation_id='conv "x"', policy=SEED).messages[2]["content"]
     assert parse_call(text) == ('conv "x"', 'weird"id\\with\nstuff', None)
 
 
@@ -208,7 +220,7 @@ def test_message_to_elide_without_id_is_a_clear_error() -> None:
     with pytest.raises(
         InvalidMessagesError, match="message 2 holds a stale tool result but has no string 'id'"
     ):
-        replay(messages, conversation_id="c1")
+        replay(messages, conversation_id="c1", policy=SEED)
 
 
 @pytest.mark.parametrize(
@@ -237,7 +249,7 @@ def test_bad_messages_are_rejected() -> None:
 
 def test_stats_add_up() -> None:
     messages = three_exchanges(5000)
-    result = replay(messages, conversation_id="c1")
+    result = replay(messages, conversation_id="c1", policy=SEED)
     assert result.chars_in == sum(content_chars(m) for m in messages)
     assert result.chars_out == sum(content_chars(m) for m in result.messages)
     assert result.stats()["placeholders"] == 1
@@ -254,9 +266,9 @@ def test_min_savings_batches_elisions() -> None:
         ]
     messages = with_ids(messages)
     # Three results are stale; each saves ~2,600 chars, so a batch of 6,000 needs three.
-    batched = replay(messages, conversation_id="c", policy=ReplayPolicy(min_savings=6000))
+    batched = replay(messages, conversation_id="c", policy=replace(SEED, min_savings=6000))
     assert batched.placeholders == 3
-    fewer = replay(messages[:-4], conversation_id="c", policy=ReplayPolicy(min_savings=6000))
+    fewer = replay(messages[:-4], conversation_id="c", policy=replace(SEED, min_savings=6000))
     assert fewer.placeholders == 0  # only two stale: under the batch size, nothing changes yet
 
 
@@ -264,17 +276,34 @@ def test_min_savings_batches_elisions() -> None:
 
 POLICIES = st.sampled_from(
     [
+        SEED,
+        replace(SEED, age_unit="assistant_turn", keep_assistant_turns=2),
+        replace(SEED, min_savings=5000),
+        replace(SEED, keep_user_exchanges=1, preview_chars=0),
+        replace(SEED, min_chars=10),
         ReplayPolicy(),
-        ReplayPolicy(age_unit="assistant_turn", keep_assistant_turns=2),
-        ReplayPolicy(min_savings=5000),
-        ReplayPolicy(keep_user_exchanges=1, preview_chars=0),
-        ReplayPolicy(min_chars=10),
+        ReplayPolicy(keep_assistant_turns=1, min_chars=10),
+        ReplayPolicy(min_savings=5000, drop_thinking=True),
+        ReplayPolicy(timing="eager", drop_thinking=True),
+        ReplayPolicy(pressure_chars=3000),
     ]
 )
 
 
-@settings(max_examples=120, deadline=None)
-@given(messages=conversations(), policy=POLICIES)
+def call_shapes(message: dict[str, Any]) -> list[Any]:
+    """What must never change in an assistant message: call ids, names and input keys."""
+    out: list[Any] = [c["id"] for c in message.get("tool_calls") or ()]
+    out += [sorted(json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or ()]
+    for block in message["content"] if isinstance(message["content"], list) else ():
+        if block.get("type") == "tool_use":
+            out.append((block["id"], block["name"], sorted(block["input"])))
+        elif block.get("type") == "text":
+            out.append(block["text"])
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=conversations(big_inputs=True), policy=POLICIES)
 def test_replay_is_pure_deterministic_idempotent_and_keeps_pairing(
     messages: list[dict[str, Any]], policy: ReplayPolicy
 ) -> None:
@@ -292,6 +321,11 @@ def test_replay_is_pure_deterministic_idempotent_and_keeps_pairing(
         assert content_chars(new) <= content_chars(old)
         assert new["role"] == old["role"]
         assert new.get("tool_call_id") == old.get("tool_call_id")
+        if old["role"] == "assistant":
+            if not policy.elide_inputs and not policy.drop_thinking:
+                assert new is old
+            assert call_shapes(new) == call_shapes(old)  # arguments still parse as JSON
+            continue
         if isinstance(old["content"], list):
             assert [b.get("type") for b in new["content"]] == [
                 b.get("type") for b in old["content"]
@@ -302,16 +336,11 @@ def test_replay_is_pure_deterministic_idempotent_and_keeps_pairing(
             assert [b.get("is_error") for b in new["content"]] == [
                 b.get("is_error") for b in old["content"]
             ]
-        if old["role"] == "assistant":
-            assert new is old
 
 
 @settings(max_examples=80, deadline=None)
-@given(
-    messages=conversations(),
-    policy=st.sampled_from([ReplayPolicy(), ReplayPolicy(min_savings=5000)]),
-)
-def test_bytes_change_only_when_a_genuine_user_exchange_arrives(
+@given(messages=conversations(), policy=st.sampled_from([SEED, replace(SEED, min_savings=5000)]))
+def test_seed_bytes_change_only_when_a_genuine_user_exchange_arrives(
     messages: list[dict[str, Any]], policy: ReplayPolicy
 ) -> None:
     previous = replay(messages[:1], conversation_id="c", policy=policy).messages
@@ -328,9 +357,119 @@ def test_bytes_change_only_when_a_genuine_user_exchange_arrives(
         previous = current
 
 
+def assert_prefix_extensions(
+    messages: list[dict[str, Any]], policy: ReplayPolicy, conversation_id: str = "c"
+) -> int:
+    """Replay before every assistant message, as an agent loop does: between two applied
+    batches each request extends the one before byte for byte; nothing comes back. Returns
+    the number of batches."""
+    previous: list[dict[str, Any]] | None = None
+    count = batches = 0
+    for k in range(1, len(messages)):
+        if messages[k]["role"] != "assistant" or messages[k - 1]["role"] == "assistant":
+            continue  # a request goes out before an assistant message, not inside a split one
+        result = replay(messages[:k], conversation_id=conversation_id, policy=policy)
+        assert result.placeholders >= count, "an elided result came back"
+        if previous is not None and result.placeholders == count:
+            for old, new in zip(previous, result.messages, strict=False):
+                assert old is new or dumps(old) == dumps(new), f"request {k} rewrote its prefix"
+        batches += result.placeholders > count
+        count, previous = result.placeholders, result.messages
+    return batches
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    messages=conversations(big_inputs=True),
+    policy=st.sampled_from([ReplayPolicy(), ReplayPolicy(keep_assistant_turns=1, min_chars=300)]),
+)
+def test_cache_aware_requests_extend_each_other_between_batches(
+    messages: list[dict[str, Any]], policy: ReplayPolicy
+) -> None:
+    assert_prefix_extensions(messages, policy)
+
+
+def test_seed_is_the_original_rule() -> None:
+    seed = ReplayPolicy.seed()
+    assert (seed.min_chars, seed.keep_user_exchanges, seed.age_unit) == (2000, 2, "user_exchange")
+    assert (seed.timing, seed.elide_inputs, seed.drop_thinking) == ("eager", False, False)
+    assert (seed.min_savings, seed.exclude_tools) == (0, frozenset())
+
+
+def test_a_long_agent_loop_ages_by_assistant_turns_and_waits_for_the_cache() -> None:
+    messages = [user("do the task")]
+    for i in range(40):
+        messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", f"{i}:" + "y" * 6000)]
+    messages = with_ids([*messages, assistant("done")])
+    assert replay(messages, conversation_id="c", policy=SEED).placeholders == 0  # one exchange
+    eager = replay(messages, conversation_id="c", policy=ReplayPolicy(timing="eager"))
+    assert eager.placeholders == 38  # all but the results of the last 3 turns
+    lean = replay(messages, conversation_id="c")
+    assert 0 < lean.placeholders <= eager.placeholders
+    assert check_pairing(lean.messages) == []
+    # The first stale result is not elided the moment it ages: one more result is not worth
+    # rewriting the cached prefix after it.
+    early = replay(messages[:10], conversation_id="c")
+    assert early.placeholders == 0
+    assert replay(
+        messages[:10], conversation_id="c", policy=ReplayPolicy(timing="eager")
+    ).placeholders
+    assert assert_prefix_extensions(messages, ReplayPolicy()) >= 2
+
+
+def test_pressure_applies_stale_elisions_at_once() -> None:
+    messages = [user("do the task")]
+    for i in range(4):
+        messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "y" * 6000)]
+    messages = with_ids(messages)
+    # One stale result is not worth rewriting the three big ones after it...
+    assert replay(messages, conversation_id="c").placeholders == 0
+    # ...unless the request is over the pressure size.
+    pressed = replay(messages, conversation_id="c", policy=ReplayPolicy(pressure_chars=20_000))
+    assert pressed.placeholders == 1
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
+def test_stale_tool_inputs_become_placeholders_and_the_call_stays_valid(shape: str) -> None:
+    big = "line\n" * 1000  # 5,000 chars
+    messages = [user("write it")]
+    for i in range(6):
+        call = oa_call((f"c{i}", "write")) if shape == "openai" else an_call((f"c{i}", "write"))
+        big_input(call, f"{i}" + big)
+        result = (
+            oa_result(f"c{i}", "ok") if shape == "openai" else an_results((f"c{i}", "ok", False))
+        )
+        messages += [call, result]
+    messages = with_ids([*messages, assistant("done")])
+    lean = replay(messages, conversation_id="c9", policy=ReplayPolicy(timing="eager"))
+    assert lean.placeholders == 4  # all but the calls of the last 3 assistant turns
+    assert check_pairing(lean.messages) == []
+    old, new = messages[1], lean.messages[1]
+    if shape == "openai":
+        args = json.loads(new["tool_calls"][0]["function"]["arguments"])
+        assert sorted(args) == ["command", "timeout"]
+        assert args["timeout"] == 5
+        field = args["command"]
+    else:
+        block = new["content"][0]
+        assert block["id"] == "c0"
+        assert sorted(block["input"]) == ["content", "lines", "path"]
+        assert block["input"]["path"] == "a.txt"
+        assert block["input"]["lines"][1] == 2
+        field = block["input"]["content"]
+    assert field.startswith(INPUT_MARKER)
+    assert is_placeholder(field)
+    assert "5,001 chars" in field
+    assert field.endswith(
+        'conversation_read(conversation_id="c9", message_id="m2", tool_call_id="c0", part="input")'
+    )
+    assert old != new
+    assert lean.messages[-3] is messages[-3]
+
+
 def test_placeholder_detection() -> None:
     messages = three_exchanges(3000)
-    text = replay(messages, conversation_id="c1").messages[2]["content"]
+    text = replay(messages, conversation_id="c1", policy=SEED).messages[2]["content"]
     assert is_placeholder(text)
     assert is_placeholder([{"type": "text", "text": text}])
     assert not is_placeholder("[elided tool result] but no call")
