@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from index import Workspace
 from index._workspace import SNAPSHOTS_KEPT
-from placeholders import CHARS_PER_TOKEN, FoldPolicy, content_chars
+from placeholders import CHARS_PER_TOKEN, FoldPolicy, ReplayPolicy, content_chars
 from tests.builders import conversations
 
 
@@ -43,7 +43,7 @@ def test_a_snapshot_records_what_the_model_receives(tmp_path: Path) -> None:
         assert ws.snapshots() == [], "a plain replay records nothing"
         ws.replay("c")
         assert ws.snapshots() == []
-        result = ws.replay("c", snapshot=True, budget_tokens=100_000)
+        result = ws.replay("c", ReplayPolicy.seed(), snapshot=True, budget_tokens=100_000)
         (snap,) = ws.snapshots("c")
     sent = sum(content_chars(m) for m in result.messages)
     assert snap["conversation_id"] == "c"
@@ -100,8 +100,15 @@ def test_model_call_snapshots_each_request_and_logs_the_forced_compaction(tmp_pa
                 raise RuntimeError("Error code: 400 - prompt is too long: 250000 tokens > 200000")
             return {"role": "assistant", "content": "done"}
 
-        # ~16k tokens: under 75% of the 28k budget, so the first request goes out as is
-        reply = ws.model_call("loop", provider, context_window=30_000, output_reserve=2_000)
+        # ~16k tokens with the seed rule: under 75% of the 28k budget, so the first request
+        # goes out as is
+        reply = ws.model_call(
+            "loop",
+            provider,
+            context_window=30_000,
+            output_reserve=2_000,
+            policy=ReplayPolicy.seed(),
+        )
         snaps = ws.snapshots("loop")
         events = ws.compaction_events("loop")
     assert reply == {"role": "assistant", "content": "done"}
