@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ToolListChangedNotification
 
 from index import TOOL_NAMES, InvalidArgumentError, Workspace
@@ -263,3 +265,45 @@ def test_a_config_as_clients_write_it_is_read_in_order(tmp_path: Path) -> None:
         "http://127.0.0.1:9/mcp",
         {"Authorization": "x"},
     )
+
+
+def test_the_gateway_over_http_keeps_the_token_and_serves_activated_tools(
+    tmp_path: Path, config: Path
+) -> None:
+    port = _free_port()
+    token = "gateway-token-of-at-least-32-characters"
+    command = ["-m", "index.cli", "--home", str(tmp_path / "home"), "serve", "--upstream"]
+    proc = subprocess.Popen(
+        [sys.executable, *command, str(config), "--http", f"127.0.0.1:{port}"],
+        env={**os.environ, "LEANREPLAY_TOKEN": token},
+        cwd=str(REPO),
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def main() -> tuple[int, list[str], str]:
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    refused = httpx2.post(url, json={}, timeout=1).status_code
+                    break
+                except httpx2.TransportError:
+                    await anyio.sleep(0.1)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            await client.call_tool("tool_activate", {"names": ["forecast"]})
+            names = [t.name for t in (await client.list_tools()).tools]
+            answer = text_of(await client.call_tool("forecast", {"city": "Lima"}))
+        return refused, names, answer
+
+    try:
+        refused, names, answer = anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert refused == 401
+    assert names == [*TOOL_NAMES, "forecast"]
+    assert answer == "sunny in Lima"

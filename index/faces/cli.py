@@ -457,7 +457,7 @@ def _server_module() -> ModuleType:
     default=None,
     type=click.Path(dir_okay=False),
     help="Gateway mode: an mcpServers JSON config whose servers' tools are found with "
-    "tool_search and served once activated with tool_activate (stdio only).",
+    "tool_search and served once activated with tool_activate.",
 )
 @click.pass_context
 @library_errors
@@ -473,14 +473,9 @@ def serve(
 ) -> None:
     """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
     server = _server_module()
-    if upstream_config is not None:
-        if http_address is not None:
-            raise click.ClickException("--upstream serves over stdio; drop --http")
-        from index.faces import gateway
+    from index.faces import gateway
 
-        specs = gateway.read_config(upstream_config)
-        gateway.serve_gateway_stdio(workspace(ctx), specs)
-        return
+    specs = gateway.read_config(upstream_config) if upstream_config is not None else None
 
     if http_address is not None:
         host, _, port_text = http_address.rpartition(":")
@@ -520,11 +515,18 @@ def serve(
             )
     ws = workspace(ctx)
     if http_address is None:
-        server.serve_stdio(ws)
+        if specs is not None:
+            gateway.serve_gateway_stdio(ws, specs)
+        else:
+            server.serve_stdio(ws)
         return
     policy = server.HttpPolicy.for_bind(host, int(port_text), allowed_hosts, allowed_origins)
     click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
-    server.serve_http(ws, host, int(port_text), None if no_auth else token, policy)
+    bearer = None if no_auth else token
+    if specs is not None:
+        gateway.serve_gateway_http(ws, specs, host, int(port_text), bearer, policy)
+    else:
+        server.serve_http(ws, host, int(port_text), bearer, policy)
 
 
 @cli.command()

@@ -36,9 +36,18 @@ from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from .._errors import InvalidArgumentError
 from .._workspace import Workspace
-from .server import WorkspaceServer
+from .server import HttpPolicy, WorkspaceServer, http_app
 
-__all__ = ["GatewayServer", "Upstream", "Upstreams", "UpstreamSpec", "read_config"]
+__all__ = [
+    "GatewayServer",
+    "UpstreamSpec",
+    "Upstream",
+    "Upstreams",
+    "gateway",
+    "read_config",
+    "serve_gateway_http",
+    "serve_gateway_stdio",
+]
 
 START_TIMEOUT_S = 60.0  # an upstream that has not listed its tools by then is left out
 MAX_CONFIG_BYTES = 1_000_000
@@ -340,5 +349,26 @@ def serve_gateway_stdio(workspace: Workspace, specs: list[UpstreamSpec]) -> None
     async def main() -> None:
         async with gateway(workspace, specs) as server:
             await server.run_stdio_async()
+
+    anyio.run(main)
+
+
+def serve_gateway_http(
+    workspace: Workspace,
+    specs: list[UpstreamSpec],
+    host: str,
+    port: int,
+    token: str | None,
+    policy: HttpPolicy,
+) -> None:
+    """The gateway over streamable HTTP, with the same Host, Origin and token checks as the
+    plain server."""
+    import uvicorn
+
+    async def main() -> None:
+        async with gateway(workspace, specs) as server:
+            app = http_app(workspace, token, policy, server=server)
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            await uvicorn.Server(config).serve()
 
     anyio.run(main)

@@ -371,12 +371,15 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
 
-def http_app(workspace: Workspace, token: str | None, policy: HttpPolicy) -> Any:
-    """The streamable-HTTP ASGI app at ``/mcp``: Host and Origin checked by ``policy``,
-    then a bearer token unless None."""
+def http_app(
+    workspace: Workspace, token: str | None, policy: HttpPolicy, server: MCPServer | None = None
+) -> Any:
+    """The streamable-HTTP ASGI app at ``/mcp`` of ``server`` (the workspace's own by
+    default): Host and Origin checked by ``policy``, then a bearer token unless None."""
     # The SDK's own Host check knows only fixed loopback names; ours replaces it.
     unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app: ASGIApp = build_server(workspace).streamable_http_app(transport_security=unchecked)
+    mcp = server if server is not None else build_server(workspace)
+    app: ASGIApp = mcp.streamable_http_app(transport_security=unchecked)
     if token is not None:
         app = BearerTokenMiddleware(app, token)
     return HostOriginMiddleware(app, policy)
