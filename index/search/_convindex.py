@@ -3,12 +3,18 @@
 The index follows the store: each search first adds the messages stored since the last one
 (tracked by SQLite rowid in a small state file). The store is the truth; an index that is
 missing, from another schema or another store, or corrupt is rebuilt from it.
+
+The state names the store it follows: the store's identity (created with the store) and the
+highest row indexed, with a digest of that row. A store restored from a backup keeps its
+identity, but the row is then missing or another message: the index is rebuilt.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +22,7 @@ import tantivy
 
 from placeholders import result_slots, tool_calls
 
-from ..store._store import Store
+from ..store._store import Store, StoredMessage
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
 __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
@@ -66,6 +72,11 @@ def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
     return "\n".join(parts)[:MAX_INDEXED_CHARS], tools
 
 
+def _digest(stored: StoredMessage) -> str:
+    key = "\x00".join((stored.conversation_id, str(stored.seq), stored.id, stored.body))
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 class MessageIndex:
     def __init__(self, home: str, store: Store) -> None:
         self.store = store
@@ -74,16 +85,26 @@ class MessageIndex:
         self.state_path = directory + ".state.json"
 
     def _state(self) -> int:
+        """The last indexed rowid; 0 for an empty index, -1 when the index must start over."""
         if self.index.rebuilt:
             return 0
         try:
             with open(self.state_path) as f:
                 state = json.load(f)
         except (OSError, ValueError):
-            return 0
-        if state.get("store") != self.store.identity or not isinstance(state.get("rowid"), int):
+            return -1  # an index of unknown origin
+        rowid = state.get("rowid")
+        if state.get("store") != self.store.identity or not isinstance(rowid, int):
             return -1  # another store: start over
-        return int(state["rowid"])
+        if rowid and state.get("row") != self._row_digest(rowid):
+            return -1  # the same store restored from a backup: that row is gone or another
+        return rowid
+
+    def _row_digest(self, rowid: int) -> str | None:
+        rows = self.store.all_messages(after_rowid=rowid - 1, limit=1)
+        if not rows or rows[0][0] != rowid:
+            return None
+        return _digest(rows[0][1])
 
     def catch_up(self) -> int:
         """Index what the store holds beyond the last indexed row; returns rows added.
@@ -123,14 +144,16 @@ class MessageIndex:
                     )
             last = rows[-1][0]
             added += len(rows)
-            self._save(last)
+            self._save(last, _digest(rows[-1][1]))
+        if last == 0:
+            self._save(0, "")  # an empty store: the index follows it too
         self.index.rebuilt = False
         return added
 
-    def _save(self, rowid: int) -> None:
-        tmp = f"{self.state_path}.{os.getpid()}.tmp"
+    def _save(self, rowid: int, row: str) -> None:
+        tmp = f"{self.state_path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "w") as f:
-            json.dump({"store": self.store.identity, "rowid": rowid}, f)
+            json.dump({"store": self.store.identity, "rowid": rowid, "row": row}, f)
         os.replace(tmp, self.state_path)
 
     def search(

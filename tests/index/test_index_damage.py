@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,29 @@ def test_a_damaged_page_index_is_rebuilt_from_the_pdf(
     assert [(h["page"], h["snippet"]) for h in hits] == [
         (h["page"], h["snippet"]) for h in expected
     ]
+
+
+def test_a_store_restored_from_a_backup_rebuilds_the_message_index(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Workspace(home) as ws:
+        for i in range(5):
+            ws.append("c1", user(f"kept message {i}"))
+        backup = sqlite3.connect(tmp_path / "backup.sqlite3")
+        with closing(sqlite3.connect(home / "store.sqlite3")) as live:
+            live.backup(backup)
+        backup.close()
+        for i in range(5):
+            ws.append("c1", user(f"vanished message {i}"))
+        assert len(ws.conversation_search("vanished")["hits"]) == 5
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"store.sqlite3{suffix}").unlink(missing_ok=True)
+    shutil.copy(tmp_path / "backup.sqlite3", home / "store.sqlite3")
+    with Workspace(home) as ws:
+        for i in range(7):  # rows 6-12 now: the old index knew rows 1-10
+            ws.append("c1", user(f"arrived message {i}"))
+        assert ws.conversation_search("vanished")["hits"] == []
+        hits = ws.conversation_search("arrived")["hits"]
+        assert {h["message_id"] for h in hits} == {f"m{i}" for i in range(6, 13)}
+        for hit in hits:
+            text = ws.conversation_read("c1", hit["message_id"])["content"]
+            assert text.startswith("arrived")
