@@ -16,6 +16,8 @@ from typing import Any
 
 import tantivy
 
+from .._errors import BusyError
+from .._locks import file_lock
 from ..tools._paths import OpenFile, fingerprint
 from ..tools._pdftext import ProgressCallback, extract_pages
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
@@ -23,6 +25,7 @@ from ._tantivy import DerivedIndex, build_query, search_with_snippets
 __all__ = ["PAGES_VERSION", "PageIndex", "fingerprint"]
 
 PAGES_VERSION = 1
+INDEXING_WAIT_S = 600.0  # how long a search waits for another process indexing the same file
 SNIPPET_CHARS = 240
 
 
@@ -87,6 +90,23 @@ class PageIndex:
         file_id = fingerprint(f)
         if self._indexed_pages(file_id) is not None:
             return file_id, False
+        # One first indexing per file: other threads and processes wait for it, then reuse it.
+        lock = os.path.join(self.index.directory + ".indexing", file_id + ".lock")
+        with file_lock(lock, INDEXING_WAIT_S) as held:
+            if not held:
+                raise BusyError(
+                    f"{f.path!r} has been indexed by another process for over "
+                    f"{INDEXING_WAIT_S:.0f}s; retry later"
+                )
+            self.index.reload()  # see what the other indexer committed
+            if self._indexed_pages(file_id) is not None:
+                return file_id, False
+            self._index_file(f, file_id, pages, progress)
+        return file_id, True
+
+    def _index_file(
+        self, f: OpenFile, file_id: str, pages: int, progress: ProgressCallback | None
+    ) -> None:
         texts = extract_pages(f.path, (f.dev, f.ino), pages, progress)
         if progress is not None:
             progress(pages, pages, "indexing pages")
@@ -117,7 +137,6 @@ class PageIndex:
                     }
                 )
             )
-        return file_id, True
 
     def ensure_parts(
         self, f: OpenFile, parts: Callable[[], Iterable[str]]

@@ -9,12 +9,17 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
 
 from index import Workspace
 from tests import pdfgen
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 LINES = 400_000  # ~10 MB: a scan takes long enough for the writer to cut it short
 
@@ -165,3 +170,50 @@ def test_file_search_from_line_2_after_an_empty_first_line(tmp_path: Path) -> No
     with Workspace(tmp_path / "home", [root]) as ws:
         hits = ws.file_search("a.txt", "needle", start_line=2)["hits"]
     assert hits == [{"line": 2, "text": "needle two"}, {"line": 4, "text": "needle four"}]
+
+
+def _in_threads(count: int, fn: Callable[[], T]) -> list[T | BaseException]:
+    barrier = threading.Barrier(count)
+    results: list[T | BaseException] = [RuntimeError("not run")] * count
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_first_reads_of_a_utf16_file_from_8_threads_all_answer(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    lines = [f"zeile {i} äöü" for i in range(20_000)]
+    (root / "ps.txt").write_bytes(("\r\n".join(lines) + "\r\n").encode("utf-16"))
+    with Workspace(tmp_path / "home", [root]) as ws:
+        results = _in_threads(8, lambda: ws.file_read("ps.txt", start_line=19_999)["content"])
+    assert results == ["19999\tzeile 19998 äöü\n20000\tzeile 19999 äöü"] * 8
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_a_new_pdf_searched_from_6_threads_gives_all_the_same_hits(
+    tmp_path: Path, trial: int
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    pdfgen.write_pdf(str(root / "new.pdf"), 150 + trial)
+    with Workspace(tmp_path / "home", [root]) as ws:
+        results = _in_threads(6, lambda: ws.pdf_search("new.pdf", "marker00077"))
+    answers = [
+        (r["indexed_now"], [h["page"] for h in r["hits"]]) if isinstance(r, dict) else r
+        for r in results
+    ]
+    assert sorted(answers, key=repr) == [(False, [77])] * 5 + [(True, [77])], (
+        "one thread indexes the file, the other five wait for it"
+    )
