@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import errno
 import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import takewhile
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -56,7 +58,7 @@ from .store._lifecycle import (
     size_series,
 )
 from .store._pages import MAX_READ_CHARS, page, readable
-from .store._store import ConversationInfo, Store, check_id
+from .store._store import ConversationInfo, FoldRecord, Store, StoredMessage, check_id
 from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
@@ -337,12 +339,30 @@ class Workspace:
         """
         cid = self._visible(conversation_id)
         fold = self.store.fold(cid)
-        result = lean_replay(
-            cid, self.messages(cid), self.store.attachment_cards(cid), fold, policy
-        )
+        if fold is None:
+            messages = self.messages(cid)
+        else:
+            messages, fold = self._folded_view(cid, fold)
+        result = lean_replay(cid, messages, self.store.attachment_cards(cid), fold, policy)
         if snapshot:
             self._snapshot(cid, result.messages, result, budget_tokens)
         return result
+
+    def _folded_view(self, cid: str, fold: FoldRecord) -> tuple[list[dict[str, Any]], FoldRecord]:
+        """Only what a folded replay shows: the leading system messages and the messages after
+        the fold (a 100k-message conversation reads its tail, not 100k rows), with the fold
+        renumbered to that list."""
+        system: list[StoredMessage] = []
+        while True:
+            after = system[-1].seq if system else 0
+            page = self.store.messages_page(cid, before_seq=after + 9, limit=8)
+            lead = list(takewhile(lambda m: m.role in ("system", "developer"), page))
+            system += lead
+            if len(lead) < 8:
+                break
+        tail = self.store.messages(cid, after_seq=max(fold.through_seq, len(system)))
+        messages = [m.message() for m in (*system, *tail)]
+        return messages, dataclasses.replace(fold, through_seq=len(system))
 
     def _snapshot(
         self,
@@ -805,13 +825,16 @@ class Workspace:
             with pdf_backend(f):
                 page_count(f.path, (f.dev, f.ino))  # the backend must load it to index it
             with pdf_backend(f, only_typed=True):
-                _, indexed_now, hits = self._pages.find(f, pages, query, limit, current_progress())
+                _, indexed_now, hits, notes = self._pages.find(
+                    f, pages, query, limit, current_progress()
+                )
             return {
                 "path": f.path,
                 "query": query,
                 "pages": pages,
                 "indexed_now": indexed_now,
                 "hits": hits,
+                "notes": notes,
                 "next": (
                     f'pdf_read(path={json.dumps(f.path)}, pages="{hits[0]["page"]}")'
                     if hits

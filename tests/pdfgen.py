@@ -399,3 +399,26 @@ METADATA_READ = {
     "created": "2010-05-03T14:39:17-05:00",
     "modified": "2024-02-29",
 }
+
+
+def text_bomb(pages: int = 5000, chars: int = 198_000) -> bytes:
+    """A PDF whose pages all share one compressed content stream of ``chars`` characters:
+    small on disk, ``pages * chars`` characters once extracted (a "text bomb")."""
+    w = PdfWriter()
+    catalog = w.reserve()
+    tree = w.reserve()
+    font = w.add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    text = " ".join(WORDS[(i * 13) % len(WORDS)] for i in range(chars // 4))[:chars]
+    content = w.add_stream(content_stream(text), compress=True)
+    kids = [
+        w.add(
+            b"<< /Type /Page /Parent PARENT /MediaBox [0 0 612 842] "
+            b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, content)
+        )
+        for _ in range(pages)
+    ]
+    _page_tree(w, tree, kids, 100, None)
+    w.set(catalog, b"<< /Type /Catalog /Pages %d 0 R >>" % tree)
+    out = io.BytesIO()
+    w.write(out, root=catalog, xref="stream", objstm=True)
+    return out.getvalue()

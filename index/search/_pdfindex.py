@@ -2,15 +2,24 @@
 (docx, pptx, epub, ...) use the same index with one Tantivy document per part.
 
 The first search of a file extracts and indexes its pages; a manifest document, committed
-with the pages, marks the file as complete. Later searches reuse the index until the file
-changes: the fingerprint covers size, mtime, ctime, inode and hashes of the head and tail,
-which a rewrite cannot cheaply keep equal. A damaged index is deleted and the file's pages
-are extracted again (other files are re-indexed when they are next searched).
+with each batch of pages, says how far indexing got and marks the file complete at the end.
+
+Hostile documents are bounded: page text is cut at `MAX_PAGE_CHARS`, a document's indexed
+text at `MAX_DOCUMENT_CHARS`, and one call indexes for at most `MAX_INDEX_SECONDS` (the next
+search continues where it stopped); pages are committed in batches of `BATCH_CHARS`, so
+memory stays flat. Every cut is named in the result's ``notes``.
+
+Later searches reuse the index until the file changes: the fingerprint covers size, mtime,
+ctime, inode and hashes of the head and tail, which a rewrite cannot cheaply keep equal. A
+damaged index is deleted and the file's pages are extracted again (other files are
+re-indexed when they are next searched).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,14 +28,23 @@ import tantivy
 from .._errors import BusyError
 from .._locks import file_lock
 from ..tools._paths import OpenFile, fingerprint
-from ..tools._pdftext import ProgressCallback, extract_pages
+from ..tools._pdftext import MAX_PAGE_CHARS, PAGE_CUT_NOTE, ProgressCallback, extract_stream
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
-__all__ = ["PAGES_VERSION", "PageIndex", "fingerprint"]
+__all__ = [
+    "MAX_DOCUMENT_CHARS",
+    "MAX_INDEX_SECONDS",
+    "PAGES_VERSION",
+    "PageIndex",
+    "fingerprint",
+]
 
 PAGES_VERSION = 1
 INDEXING_WAIT_S = 600.0  # how long a search waits for another process indexing the same file
 SNIPPET_CHARS = 240
+MAX_INDEX_SECONDS = 60.0  # indexing per call; the next pdf_search continues (hostile or huge)
+MAX_DOCUMENT_CHARS = 100_000_000  # indexed text per file: 100k pages of 1,000 chars
+BATCH_CHARS = 16_000_000  # page text held before a commit
 
 
 def _schema() -> Any:
@@ -37,6 +55,31 @@ def _schema() -> Any:
     sb.add_unsigned_field("page", stored=True, indexed=True, fast=True)
     sb.add_text_field("text", stored=True)
     return sb.build()
+
+
+def _notes(manifest: dict[str, Any]) -> list[str]:
+    """What the index of a file leaves out, for the model."""
+    notes = []
+    if manifest["cut_pages"]:
+        first, count = manifest["cut_pages"]
+        notes.append(
+            f"{count:,} page(s) had more than {MAX_PAGE_CHARS:,} chars of text and were cut "
+            f"there (the first: page {first})"
+        )
+    indexed, pages = manifest["indexed"], manifest["pages"]
+    if manifest["capped"]:
+        notes.append(
+            f"indexing stopped after page {indexed:,} of {pages:,}: the document's text "
+            f"reached {MAX_DOCUMENT_CHARS:,} chars, the limit per document; pdf_read reads "
+            "the other pages"
+        )
+    elif not manifest["final"]:
+        notes.append(
+            f"pages 1-{indexed:,} of {pages:,} are indexed so far (indexing stops after "
+            f"{MAX_INDEX_SECONDS:.0f}s per call); the next pdf_search continues from page "
+            f"{indexed + 1:,}, and pdf_read reads any page now"
+        )
+    return notes
 
 
 class PageIndex:
@@ -55,26 +98,40 @@ class PageIndex:
         )
 
     def indexed_pages(self, file_id: str) -> int | None:
-        """Page count of a completely indexed file, or None (also when the index was damaged:
-        it is reset and the caller extracts the pages itself)."""
+        """Page count of a file with indexed pages (all or the first ones), or None (also when
+        the index was damaged: it is reset and the caller extracts the pages itself)."""
         return self.index.recover(lambda: self._indexed_pages(file_id), lambda: None)
 
     def _indexed_pages(self, file_id: str) -> int | None:
+        manifest = self._manifest(file_id)
+        return None if manifest is None else int(manifest["pages"])
+
+    def _manifest(self, file_id: str) -> dict[str, Any] | None:
         searcher = self.index.searcher()
         hits = searcher.search(self._scope(file_id, "manifest"), limit=1).hits
         if not hits:
             return None
-        return int(searcher.doc(hits[0][1])["page"][0])
+        doc = searcher.doc(hits[0][1])
+        pages = int(doc["page"][0])
+        state = json.loads(doc["text"][0] or "{}")  # "" in manifests of complete files
+        return {
+            "pages": pages,
+            "indexed": int(state.get("indexed", pages)),
+            "final": bool(state.get("final", True)),
+            "chars": int(state.get("chars", 0)),
+            "cut_pages": list(state.get("cut_pages", [])),
+            "capped": bool(state.get("capped", False)),
+        }
 
     def find(
         self, f: OpenFile, pages: int, query: str, limit: int, progress: ProgressCallback | None
-    ) -> tuple[str, bool, list[dict[str, Any]]]:
-        """Index the file unless it is, then search it: (file_id, indexed now, hits). A damaged
-        index is reset and the file indexed again."""
+    ) -> tuple[str, bool, list[dict[str, Any]], list[str]]:
+        """Index the file unless it is, then search it: (file_id, indexed now, hits, notes on
+        what was cut). A damaged index is reset and the file indexed again."""
 
-        def attempt() -> tuple[str, bool, list[dict[str, Any]]]:
-            file_id, indexed_now = self._ensure(f, pages, progress)
-            return file_id, indexed_now, self._search(file_id, query, limit)
+        def attempt() -> tuple[str, bool, list[dict[str, Any]], list[str]]:
+            file_id, indexed_now, notes = self._ensure(f, pages, progress)
+            return file_id, indexed_now, self._search(file_id, query, limit), notes
 
         return self.index.recover(attempt, lambda: None)
 
@@ -82,15 +139,19 @@ class PageIndex:
         self, f: OpenFile, pages: int, progress: ProgressCallback | None = None
     ) -> tuple[str, bool]:
         """Index the file's pages unless they are; returns (file_id, indexed now)."""
-        return self.index.recover(lambda: self._ensure(f, pages, progress), lambda: None)
+        file_id, indexed_now, _ = self.index.recover(
+            lambda: self._ensure(f, pages, progress), lambda: None
+        )
+        return file_id, indexed_now
 
     def _ensure(
         self, f: OpenFile, pages: int, progress: ProgressCallback | None
-    ) -> tuple[str, bool]:
+    ) -> tuple[str, bool, list[str]]:
         file_id = fingerprint(f)
-        if self._indexed_pages(file_id) is not None:
-            return file_id, False
-        # One first indexing per file: other threads and processes wait for it, then reuse it.
+        manifest = self._manifest(file_id)
+        if manifest is not None and manifest["final"]:
+            return file_id, False, _notes(manifest)
+        # One indexer per file at a time: other threads and processes wait, then reuse it.
         lock = os.path.join(self.index.directory + ".indexing", file_id + ".lock")
         with file_lock(lock, INDEXING_WAIT_S) as held:
             if not held:
@@ -99,23 +160,76 @@ class PageIndex:
                     f"{INDEXING_WAIT_S:.0f}s; retry later"
                 )
             self.index.reload()  # see what the other indexer committed
-            if self._indexed_pages(file_id) is not None:
-                return file_id, False
-            self._index_file(f, file_id, pages, progress)
-        return file_id, True
+            manifest = self._manifest(file_id)
+            if manifest is not None and manifest["final"]:
+                return file_id, False, _notes(manifest)
+            manifest = self._index_file(f, file_id, pages, progress, manifest)
+        return file_id, True, _notes(manifest)
 
     def _index_file(
-        self, f: OpenFile, file_id: str, pages: int, progress: ProgressCallback | None
-    ) -> None:
-        texts = extract_pages(f.path, (f.dev, f.ino), pages, progress)
-        if progress is not None:
-            progress(pages, pages, "indexing pages")
-        with self.index.writer() as writer:
-            # Another process may have finished the same file meanwhile: replace, never double.
-            writer.delete_documents_by_term("file_id", file_id)
-            writer.delete_documents_by_term("path", f.path)
-            for number, text in enumerate(texts, start=1):
+        self,
+        f: OpenFile,
+        file_id: str,
+        pages: int,
+        progress: ProgressCallback | None,
+        resumed: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Index pages from where a previous call stopped, within the limits; returns the
+        manifest committed last."""
+        state: dict[str, Any] = resumed or {
+            "pages": pages,
+            "indexed": 0,
+            "final": False,
+            "chars": 0,
+            "cut_pages": [],
+            "capped": False,
+        }
+        fresh = resumed is None  # pages of an interrupted first run, or an older file: drop
+        batch: list[Any] = []
+        held = 0
+        deadline = time.monotonic() + MAX_INDEX_SECONDS
+
+        def commit() -> None:
+            nonlocal fresh, held
+            state["final"] = state["capped"] or state["indexed"] >= pages
+            manifest = {k: state[k] for k in ("indexed", "final", "chars", "cut_pages", "capped")}
+            with self.index.writer() as writer:
+                if fresh:
+                    writer.delete_documents_by_term("file_id", file_id)
+                    writer.delete_documents_by_term("path", f.path)
+                    fresh = False
+                writer.delete_documents_by_query(self._scope(file_id, "manifest"))
+                for doc in batch:
+                    writer.add_document(doc)
                 writer.add_document(
+                    self.index.document(
+                        {
+                            "kind": "manifest",
+                            "file_id": file_id,
+                            "path": f.path,
+                            "page": pages,
+                            "text": json.dumps(manifest),
+                        }
+                    )
+                )
+            batch.clear()
+            held = 0
+
+        def sink(start: int, texts: list[str]) -> None:
+            nonlocal held
+            for number, text in enumerate(texts, start=start + 1):
+                if state["capped"]:
+                    return
+                if state["chars"] + len(text) > MAX_DOCUMENT_CHARS:
+                    state["capped"] = True
+                    return
+                if text.endswith(PAGE_CUT_NOTE):
+                    first_cut, count = state["cut_pages"] or [number, 0]
+                    state["cut_pages"] = [first_cut, count + 1]
+                state["chars"] += len(text)
+                state["indexed"] = number
+                held += len(text)
+                batch.append(
                     self.index.document(
                         {
                             "kind": "page",
@@ -126,17 +240,22 @@ class PageIndex:
                         }
                     )
                 )
-            writer.add_document(
-                self.index.document(
-                    {
-                        "kind": "manifest",
-                        "file_id": file_id,
-                        "path": f.path,
-                        "page": len(texts),
-                        "text": "",
-                    }
-                )
-            )
+            if held >= BATCH_CHARS:
+                commit()
+
+        extract_stream(
+            f.path,
+            (f.dev, f.ino),
+            pages,
+            sink,
+            progress,
+            first=state["indexed"],
+            stop=lambda: state["capped"] or time.monotonic() > deadline,
+        )
+        if progress is not None:
+            progress(state["indexed"], pages, "indexing pages")
+        commit()
+        return state
 
     def ensure_parts(
         self, f: OpenFile, parts: Callable[[], Iterable[str]]

@@ -1,7 +1,9 @@
 """Page text of PDFs on every core: pypdfium2 when installed (the ``fast`` extra), else pypdf.
 
-This process takes chunks of pages from the front while worker processes take chunks from the
-back, so a worker's start-up overlaps useful work instead of delaying it. Workers are plain
+This process and worker processes take chunks of pages in page order (this process starts at
+once, so a worker's start-up overlaps useful work), and the texts are handed on in order as
+they complete, so a caller can index a document of any length in flat memory and stop at a
+time limit with every page before the stop done. Workers are plain
 subprocesses running `_pdfworker` by path (PDFium is not thread-safe, and a multiprocessing
 spawn would re-import this whole package first).
 """
@@ -23,6 +25,8 @@ from cards import decode_text_string
 from . import _pdfworker
 from ._pdfworker import (
     BACKEND,
+    MAX_PAGE_CHARS,
+    PAGE_CUT_NOTE,
     Identity,
     PasswordRequired,
     _open_checked,
@@ -33,17 +37,20 @@ from ._pdfworker import (
 __all__ = [
     "BACKEND",
     "CHUNK_PAGES",
+    "MAX_PAGE_CHARS",
+    "PAGE_CUT_NOTE",
     "Identity",
     "PasswordRequired",
     "ProgressCallback",
     "extract_pages",
+    "extract_stream",
     "extract_range",
     "page_count",
     "pdf_date_iso",
     "pdf_metadata",
 ]
 
-CHUNK_PAGES = 64
+CHUNK_PAGES = 8  # small: a chunk of heavy pages (a text bomb) must not overrun a time limit
 ProgressCallback = Callable[[int, int, str], None]
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_pdfworker.py")
 
@@ -60,37 +67,59 @@ def _start_worker(path: str, identity: Identity) -> subprocess.Popen[str]:
     )
 
 
-def extract_pages(
+def extract_stream(
     path: str,
     identity: Identity,
     pages: int,
+    sink: Callable[[int, list[str]], None],
     progress: ProgressCallback | None = None,
     *,
+    first: int = 0,
+    stop: Callable[[], bool] | None = None,
     workers: int | None = None,
-) -> list[str]:
-    """Text of every page, in order, extracted on all cores."""
-    chunks = deque((s, min(s + CHUNK_PAGES, pages)) for s in range(0, pages, CHUNK_PAGES))
-    results: dict[int, list[str]] = {}
+) -> int:
+    """Extract pages ``first``..``pages - 1`` on all cores and hand them to ``sink(start,
+    texts)`` in page order, chunk by chunk (memory holds a few chunks, never the document).
+
+    Chunks are handed out in page order; once ``stop()`` is true no new chunk starts.
+    Returns where extraction stopped: every page before it went to the sink, none after it.
+    """
+    chunks = deque((s, min(s + CHUNK_PAGES, pages)) for s in range(first, pages, CHUNK_PAGES))
+    finished: dict[int, list[str]] = {}  # completed chunks not yet handed on in order
+    next_start = first
     done = 0
     lock = threading.Lock()
+    order = threading.Lock()  # the sink is called by one thread at a time, in order
+
+    def take() -> tuple[int, int] | None:
+        with lock:
+            if not chunks or (stop is not None and stop()):
+                return None
+            return chunks.popleft()
 
     def record(start: int, texts: list[str]) -> None:
-        nonlocal done
+        nonlocal done, next_start
+        with order:
+            with lock:
+                finished[start] = texts
+                done += len(texts)
+                if progress is not None:
+                    progress(first + done, pages, f"extracted {first + done} of {pages} pages")
+            while next_start in finished:
+                ready = finished.pop(next_start)
+                sink(next_start, ready)
+                next_start += len(ready)
+
+    def give_back(start: int, stop: int) -> None:
         with lock:
-            results[start] = texts
-            done += len(texts)
-            if progress is not None:
-                progress(done, pages, f"extracted {done} of {pages} pages")
+            chunks.appendleft((start, stop))
 
     def feed(worker: subprocess.Popen[str]) -> None:
         assert worker.stdin is not None
         assert worker.stdout is not None
         try:
-            while True:
-                with lock:
-                    if not chunks:
-                        return
-                    start, stop = chunks.pop()
+            while (span := take()) is not None:
+                start, stop = span
                 try:
                     worker.stdin.write(f"{start} {stop}\n")
                     worker.stdin.flush()
@@ -98,8 +127,7 @@ def extract_pages(
                 except (OSError, ValueError):
                     answer = None
                 if not isinstance(answer, list):  # a failed worker: this process redoes it
-                    with lock:
-                        chunks.append((start, stop))
+                    give_back(start, stop)
                     return
                 record(start, answer)
         finally:
@@ -116,18 +144,29 @@ def extract_pages(
             )
             thread.start()
             feeders.append(thread)
-    while True:
-        with lock:
-            if not chunks:
-                break
-            start, stop = chunks.popleft()
-        record(start, extract_range(path, identity, start, stop))
+    while (span := take()) is not None:
+        record(span[0], extract_range(path, identity, *span))
     for thread in feeders:
         thread.join()
-    while chunks:  # handed back by a worker that failed
-        start, stop = chunks.popleft()
-        record(start, extract_range(path, identity, start, stop))
-    return [text for start in sorted(results) for text in results[start]]
+    while (span := take()) is not None:  # handed back by a worker that failed
+        record(span[0], extract_range(path, identity, *span))
+    return next_start
+
+
+def extract_pages(
+    path: str,
+    identity: Identity,
+    pages: int,
+    progress: ProgressCallback | None = None,
+    *,
+    workers: int | None = None,
+) -> list[str]:
+    """Text of every page, in order, extracted on all cores."""
+    texts: list[str] = []
+    extract_stream(
+        path, identity, pages, lambda _, chunk: texts.extend(chunk), progress, workers=workers
+    )
+    return texts
 
 
 def pdf_metadata(path: str, identity: Identity, *, outline_limit: int = 50) -> dict[str, object]:

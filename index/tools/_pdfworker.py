@@ -21,6 +21,7 @@ __all__ = [
     "BACKEND",
     "MAX_LOOSE_OBJECTS",
     "MAX_PAGE_CHARS",
+    "PAGE_CUT_NOTE",
     "Identity",
     "PasswordRequired",
     "backend",
@@ -29,7 +30,11 @@ __all__ = [
     "page_count",
 ]
 
-MAX_PAGE_CHARS = 200_000  # a page with more text is cut (content streams can be hostile)
+# A page with more text is cut: a content stream can be hostile (a "text bomb" shares one
+# 200k-char stream among thousands of pages). A cut page and its note fit in one pdf_read
+# call (40,000 chars); a dense page of real text holds about 10,000.
+MAX_PAGE_CHARS = 32_000
+PAGE_CUT_NOTE = f"\n[... page text cut at {MAX_PAGE_CHARS:,} chars]"
 
 try:
     import pypdfium2 as _pdfium
@@ -57,7 +62,10 @@ def _clean(text: str) -> str:
     # PDFium marks a hyphen at a line break with U+FFFE and drops the break; pypdf passes a
     # soft hyphen (0xAD, drawn as a hyphen glyph) through as U+00AD. People read a hyphen.
     text = _LINE_HYPHEN.sub("-\n", text)
-    return text.replace("\u00ad", "-").replace("\ufffe", "-")[:MAX_PAGE_CHARS]
+    text = text.replace("\u00ad", "-").replace("\ufffe", "-")
+    if len(text) > MAX_PAGE_CHARS:
+        return text[:MAX_PAGE_CHARS] + PAGE_CUT_NOTE
+    return text
 
 
 _LINE_HYPHEN = re.compile("\ufffe\n?")

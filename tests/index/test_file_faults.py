@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -16,6 +18,9 @@ from typing import TypeVar
 import pytest
 
 from index import Workspace
+from index.search import _pdfindex
+from index.tools._images import MAX_DECODE_BYTES
+from index.tools._pdftext import MAX_PAGE_CHARS, PAGE_CUT_NOTE
 from tests import pdfgen
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,3 +222,76 @@ def test_a_new_pdf_searched_from_6_threads_gives_all_the_same_hits(
     assert sorted(answers, key=repr) == [(False, [77])] * 5 + [(True, [77])], (
         "one thread indexes the file, the other five wait for it"
     )
+
+
+def test_a_pdf_text_bomb_is_indexed_within_limits_and_says_what_was_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 5,000 pages sharing one 198k-char content stream: ~990M chars if extracted whole.
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "bomb.pdf").write_bytes(pdfgen.text_bomb(5000, 198_000))
+    monkeypatch.setattr(_pdfindex, "MAX_INDEX_SECONDS", 1.0)  # the limit, made test-sized
+    indexed = re.compile(r"pages 1-([\d,]+) of 5,000 are indexed so far")
+    with Workspace(tmp_path / "home", [root]) as ws:
+        first = ws.pdf_search("bomb.pdf", "alpha")
+        second = ws.pdf_search("bomb.pdf", "alpha")
+        page = ws.pdf_read("bomb.pdf", "4321")["pages"][0]["text"]
+    reached = []
+    for result in (first, second):
+        assert result["indexed_now"]
+        assert result["hits"]
+        cut, progress = result["notes"]
+        assert "had more than 32,000 chars of text and were cut there (the first: page 1)" in cut
+        match = indexed.search(progress)
+        assert match, progress
+        reached.append(int(match.group(1).replace(",", "")))
+        assert all(hit["page"] <= reached[-1] for hit in result["hits"])
+    assert 0 < reached[0] < reached[1] < 5000, "the second search continues the first"
+    assert len(page) <= MAX_PAGE_CHARS + len(PAGE_CUT_NOTE)
+    assert page.endswith(PAGE_CUT_NOTE)
+
+
+def _png16(path: Path, width: int, height: int) -> None:
+    """A 16-bit greyscale PNG written row by row (a few hundred KB on disk)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    row = b"\x00" + (bytes(range(256)) * (width * 2 // 256 + 1))[: width * 2]
+    comp = zlib.compressobj(9)
+    data = b"".join(comp.compress(row) for _ in range(height)) + comp.flush()
+    header = struct.pack(">IIBBBBB", width, height, 16, 0, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    )
+
+
+VIEWER = r"""
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+from index import Workspace
+ws = Workspace(sys.argv[2], [sys.argv[3]])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = ws.image_view("deep.png", max_side=512)
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(json.dumps({"size": [result["width"], result["height"]], "grown_kib": grown}))
+"""
+
+
+def test_a_7999_square_16_bit_png_is_shown_in_bounded_memory(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _png16(root / "deep.png", 7999, 7999)
+    proc = subprocess.run(
+        [sys.executable, "-c", VIEWER, str(REPO), str(tmp_path / "home"), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["size"] == [512, 512]
+    # The frame itself is 128 MB (2 bytes a pixel); the budget bounds everything around it.
+    assert report["grown_kib"] * 1024 < MAX_DECODE_BYTES, report

@@ -4,8 +4,10 @@ nothing, concurrency, and the sawtooth of a long conversation."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +302,26 @@ def test_folded_prefix_bytes_stay_identical_until_the_next_fold(tmp_path: Path) 
         assert after[: len(before)] == before, (
             "the replayed history before the new turn is unchanged"
         )
+
+
+@pytest.mark.parametrize("system", [0, 1, 9])
+def test_replay_of_a_folded_conversation_reads_only_the_system_messages_and_the_tail(
+    tmp_path: Path, system: int
+) -> None:
+    with Workspace(tmp_path, fold_policy=SMALL, auto_fold=False) as ws:
+        for i in range(system):
+            ws.append("c", {"role": "system", "content": f"rule {i}"})
+        grow(ws, "c", 6)
+        assert ws.fold("c").folded
+        before = ws.replay("c")
+        through = ws.fold_state("c")["summarized_through_message"]  # type: ignore[index]
+    # Damage every folded-away row: a replay that read them would fail to parse them.
+    with closing(sqlite3.connect(tmp_path / "store.sqlite3")) as db, db:
+        db.execute(
+            "UPDATE messages SET body='{broken' WHERE conversation_id='c' AND seq>? AND seq<=?",
+            (system, through),
+        )
+    with Workspace(tmp_path, fold_policy=SMALL, auto_fold=False) as ws:
+        after = ws.replay("c")
+    assert after.messages == before.messages
+    assert after.stats() == before.stats()
