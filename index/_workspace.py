@@ -36,6 +36,7 @@ from ._errors import (
     ConversationNotFoundError,
     ImportFormatError,
     InvalidArgumentError,
+    NotFoundError,
     StoreError,
     WorkspaceError,
     WrongFileTypeError,
@@ -62,7 +63,14 @@ from .store._store import ConversationInfo, FoldRecord, Store, StoredMessage, ch
 from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
-from .tools._paths import OpenFile, fingerprint, open_confined, resolve_roots
+from .tools._paths import (
+    OpenFile,
+    Roots,
+    fingerprint,
+    open_confined,
+    resolve_roots,
+    root_notices,
+)
 from .tools._pdfread import (
     MAX_PDF_READ_CHARS,
     page_range,
@@ -145,9 +153,16 @@ class Workspace:
                     "LEANREPLAY_HOME) pointing at a writable folder"
                 ) from None
             # A read-only home still serves reads; it just has no attachments folder to add.
-        # Saved attachments are readable by the file tools, whatever roots were given.
+        # Saved attachments are readable by the file tools, whatever roots were given, but only
+        # those of the allowed conversations; nothing else of the home is ever served.
         saved = [self.attachments_dir] if os.path.isdir(self.attachments_dir) else []
-        self.roots = resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved])
+        self.roots = Roots(
+            resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved]),
+            private=[os.path.realpath(self.home)],
+            attachments=os.path.realpath(self.attachments_dir),
+            gate=self._attachment_gate,
+        )
+        self.notices = root_notices(self.roots)  # for the operator: the CLI prints them
         self.allowed = frozenset(conversations) if conversations is not None else None
         self.fold_policy = fold_policy or FoldPolicy()
         self.summarizer: Summarizer = summarizer or OfflineSummarizer()
@@ -157,6 +172,12 @@ class Workspace:
         self._message_index: MessageIndex | None = None
         self._capabilities: CapabilityIndex | None = None
         self._activations = Activations(os.path.join(self.home, "activations"))
+
+    def _attachment_gate(self, real: str, shown: str) -> None:
+        if self.allowed is not None and not self.allowed & self.store.attachment_owners(
+            os.path.basename(real)
+        ):
+            raise NotFoundError(f"no file at {shown!r}; check the name")
 
     def close(self) -> None:
         self.store.close()

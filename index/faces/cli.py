@@ -105,7 +105,10 @@ def workspace(ctx: click.Context) -> Workspace:
     settings = ctx.find_object(Settings)
     if settings is None:  # only when a command is invoked outside the `leanreplay` group
         raise click.UsageError("run this command through `leanreplay`")
-    return Workspace(settings.home, settings.roots, conversations=settings.conversations or None)
+    ws = Workspace(settings.home, settings.roots, conversations=settings.conversations or None)
+    for notice in ws.notices:
+        click.echo(f"warning: {notice}", err=True)
+    return ws
 
 
 @cli.command()

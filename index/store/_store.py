@@ -641,6 +641,15 @@ class Store:
         )
         return {(mid, block): card for mid, block, card in rows}
 
+    def attachment_owners(self, name: str) -> set[str]:
+        """Conversations holding the saved attachment file ``name`` (its SHA-256 file name)."""
+        pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._read(
+            "SELECT DISTINCT conversation_id FROM attachments WHERE path LIKE ? ESCAPE '\\'",
+            (pattern,),
+        )
+        return {r[0] for r in rows}
+
     # prompt snapshots
 
     def add_snapshot(self, conversation_id: str, record: Mapping[str, Any], keep: int) -> None:

@@ -1,6 +1,7 @@
 """Confinement: file tools open only regular files inside the configured roots.
 
 A path is resolved (symlinks, ``..``) first, and its containment checked per path component,
+then against what a `Roots` keeps private even inside a root (the workspace's own home),
 so a root ``/data/allow`` never admits ``/data/allow_secret``. The file is then opened by
 walking from the root's own descriptor one component at a time with ``O_NOFOLLOW``: a symlink
 swapped in after the check makes the walk fail instead of escaping. The descriptor is
@@ -14,7 +15,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -26,7 +27,15 @@ from .._errors import (
     home_error,
 )
 
-__all__ = ["OpenFile", "fingerprint", "open_confined", "open_file", "resolve_roots"]
+__all__ = [
+    "OpenFile",
+    "Roots",
+    "fingerprint",
+    "open_confined",
+    "open_file",
+    "resolve_roots",
+    "root_notices",
+]
 
 MAX_PATH_CHARS = 4096
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -60,6 +69,63 @@ def fingerprint(f: OpenFile) -> str:
     h.update(os.pread(f.fd, _EDGE, 0))
     h.update(os.pread(f.fd, _EDGE, max(0, f.size - _EDGE)))
     return h.hexdigest()[:32]
+
+
+class Roots(tuple[str, ...]):
+    """Resolved roots, and what inside them is never served: ``private`` folders (the
+    workspace's home: its store, indexes and copies), except the ``attachments`` folder,
+    where ``gate(real_path, shown_path)`` decides per file (and raises to refuse)."""
+
+    private: tuple[str, ...]
+    attachments: str | None
+    gate: Callable[[str, str], None] | None
+
+    def __new__(
+        cls,
+        roots: Sequence[str],
+        *,
+        private: Sequence[str] = (),
+        attachments: str | None = None,
+        gate: Callable[[str, str], None] | None = None,
+    ) -> Roots:
+        self = super().__new__(cls, roots)
+        self.private = tuple(private)
+        self.attachments = attachments
+        self.gate = gate
+        return self
+
+    def check(self, real: str, shown: str) -> None:
+        if self.attachments is not None and _inside(self.attachments, real):
+            if self.gate is not None:
+                self.gate(real, shown)
+            return
+        if any(_inside(p, real) for p in self.private):
+            raise OutsideRootsError(
+                f"{shown!r} is inside the leanreplay home, whose store and indexes the file "
+                "tools never serve; read conversations with conversation_read"
+            )
+
+
+def root_notices(roots: Roots) -> list[str]:
+    """What an operator should know about these roots (the CLI prints it; nothing refuses).
+    A home inside a root needs no notice: its files are refused with a message that says so."""
+    notices = []
+    if "/" in roots:
+        notices.append(
+            "root '/' lets the file tools read every file this process can read; pass "
+            "narrower --root folders"
+        )
+    try:
+        with open("/proc/sys/fs/protected_hardlinks") as f:
+            protected = f.read().strip() != "0"
+    except OSError:
+        protected = True  # not Linux, or not visible: nothing to say
+    if not protected:
+        notices.append(
+            "fs.protected_hardlinks is 0: anyone who can write inside a root can hard-link "
+            "any file there; set it to 1 (confinement is by path, not by inode)"
+        )
+    return notices
 
 
 def resolve_roots(roots: Sequence[str]) -> tuple[str, ...]:
@@ -115,6 +181,8 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
         raise OutsideRootsError(
             f"{path!r} is outside the allowed roots ({', '.join(roots)}); read files inside them"
         )
+    if isinstance(roots, Roots):
+        roots.check(real, path)
     parts = [p for p in os.path.relpath(real, root).split(os.sep) if p not in ("", ".")]
     fd = _walk(root, parts, path)
     try:
