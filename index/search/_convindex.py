@@ -22,6 +22,8 @@ import tantivy
 
 from placeholders import result_slots, tool_calls
 
+from .._errors import BusyError
+from .._locks import file_lock
 from ..store._store import Store, StoredMessage
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
@@ -30,7 +32,8 @@ __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
 MESSAGES_VERSION = 1
 MAX_INDEXED_CHARS = 1_000_000  # per message
 SNIPPET_CHARS = 240
-_BATCH = 5000
+_BATCH = 50_000  # rows per commit: commits are fsync'd and merge segments
+CATCH_UP_WAIT_S = 600.0  # how long a search waits for another process's catch-up
 
 
 def _schema() -> Any:
@@ -46,8 +49,10 @@ def _schema() -> Any:
 
 def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
     """(searchable text, tool names) of a message in either provider shape."""
-    parts: list[str] = []
     content = message.get("content")
+    if isinstance(content, str) and not message.get("tool_calls") and "type" not in message:
+        return content[:MAX_INDEXED_CHARS], ""  # the common case, without the general walk
+    parts: list[str] = []
     if isinstance(content, str):
         parts.append(content)
     elif isinstance(content, list):
@@ -113,38 +118,53 @@ class MessageIndex:
         return self.index.recover(self._catch_up, lambda: None)
 
     def _catch_up(self) -> int:
+        # One catch-up at a time across threads and processes: the others wait, then find
+        # the state advanced and have little or nothing left to add.
+        with file_lock(self.index.directory + ".catchup.lock", CATCH_UP_WAIT_S) as held:
+            if not held:
+                raise BusyError(
+                    f"another process has been indexing the messages for over "
+                    f"{CATCH_UP_WAIT_S:.0f}s; retry later"
+                )
+            return self._catch_up_locked()
+
+    def _catch_up_locked(self) -> int:
         last = self._state()
         added = 0
         if last < 0:
             with self.index.writer() as writer:
                 writer.delete_all_documents()
             last = 0
+        # Only the batch right after a saved state can already be in the index (a crash
+        # between its commit and the state's save): it is re-added by replacement.
+        replace = last > 0
         while True:
-            rows = self.store.all_messages(after_rowid=last, limit=_BATCH)
+            rows = self.store.message_rows(after_rowid=last, limit=_BATCH)
             if not rows:
                 break
             with self.index.writer() as writer:
-                for _, stored in rows:
-                    # Re-adding a message replaces it, so an interrupted catch-up is harmless.
-                    writer.delete_documents_by_term(
-                        "message_id", f"{stored.conversation_id}\x00{stored.id}"
-                    )
-                    text, tools = message_text(stored.message())
+                document, loads = self.index.document, json.loads
+                for _, cid, seq, mid, role, body in rows:
+                    key = f"{cid}\x00{mid}"
+                    if replace:
+                        writer.delete_documents_by_term("message_id", key)
+                    text, tools = message_text(loads(body))
                     writer.add_document(
-                        self.index.document(
+                        document(
                             {
-                                "conversation_id": stored.conversation_id,
-                                "message_id": f"{stored.conversation_id}\x00{stored.id}",
-                                "seq": stored.seq,
-                                "role": stored.role,
+                                "conversation_id": cid,
+                                "message_id": key,
+                                "seq": seq,
+                                "role": role,
                                 "tool": tools,
                                 "text": text,
                             }
                         )
                     )
+            replace = False
             last = rows[-1][0]
             added += len(rows)
-            self._save(last, _digest(rows[-1][1]))
+            self._save(last, _digest(StoredMessage(*rows[-1][1:])))
         if last == 0:
             self._save(0, "")  # an empty store: the index follows it too
         self.index.rebuilt = False

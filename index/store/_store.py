@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from placeholders import content_chars
 
@@ -579,6 +579,18 @@ class Store:
             (after_rowid, limit),
         )
         return [(r[0], StoredMessage(r[1], r[2], r[3], r[4], r[5])) for r in rows]
+
+    def message_rows(
+        self, *, after_rowid: int = 0, limit: int = 5000
+    ) -> list[tuple[int, str, int, str, str, str]]:
+        """`all_messages` as plain (rowid, conversation_id, seq, id, role, body) tuples: the
+        search index reads a million of them, and a frozen dataclass each costs seconds."""
+        rows = self._read(
+            "SELECT rowid, conversation_id, seq, id, role, body FROM messages WHERE rowid>? "
+            "ORDER BY rowid LIMIT ?",
+            (after_rowid, limit),
+        )
+        return cast(list[tuple[int, str, int, str, str, str]], rows)
 
     # folds
 

@@ -1,0 +1,232 @@
+"""Resource figures (wall time and peak memory) of the calls that meet the biggest inputs.
+
+Each scenario builds its data under /tmp, then runs the measured call in a fresh child
+process (so its peak RSS, ``ru_maxrss``, is the call's own plus the interpreter's) and prints
+one JSON object. Peers run in the same session where there is one.
+
+- ``pdf300``: first ``pdf_search`` on a 3,000-page PDF padded to 300 MB (peer: pdftotext)
+- ``pdf100k``: first ``pdf_search`` on a 100,000-page PDF (indexing stops after 60 s a call;
+  the figures say how far the first call got and what the second call took)
+- ``bomb``: first ``pdf_search`` on the text bomb (5,000 pages sharing one 198k-char stream)
+- ``file2g``: first ``file_read`` near the end of a 2 GB log (peer: ``wc -l``)
+- ``replay100k``: ``replay`` of a folded 100,000-message conversation (floor: under 50 ms)
+- ``search1m``: ``conversation_search`` over 1,000,000 stored messages: the first call
+  (which indexes them all; floor 15 s) and warm p50 / p99
+
+    python bench/bench_resources.py [pdf300 pdf100k bomb file2g replay100k search1m]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests import pdfgen  # noqa: E402
+
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from index import Workspace
+home, root, kind, arg = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+ws = Workspace(home, [root])
+out = {}
+started = time.perf_counter()
+if kind == "pdf_search":
+    result = ws.pdf_search(arg, "marker00007 revenue")
+    out["notes"] = result["notes"]
+    out["hits"] = len(result["hits"])
+elif kind == "file_read":
+    result = ws.file_read(arg, start_line=int(sys.argv[6]))
+    out["total_lines"] = result["total_lines"]
+elif kind == "replay":
+    result = ws.replay(arg)
+    out["messages"] = len(result.messages)
+elif kind == "search":
+    result = ws.conversation_search(arg)
+    out["hits"] = len(result["hits"])
+out["seconds"] = round(time.perf_counter() - started, 4)
+if kind in ("replay", "search"):
+    warm = []
+    for i in range(200 if kind == "search" else 50):
+        t = time.perf_counter()
+        if kind == "replay":
+            ws.replay(arg)
+        else:
+            ws.conversation_search(f"word{i * 37 % 5000} budget")
+        warm.append(time.perf_counter() - t)
+    warm.sort()
+    out["warm_p50_ms"] = round(warm[len(warm) // 2] * 1000, 3)
+    out["warm_p99_ms"] = round(warm[int(len(warm) * 0.99)] * 1000, 3)
+out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+print(json.dumps(out))
+"""
+
+
+def child(home: Path, root: Path, kind: str, *args: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(REPO), str(home), str(root), kind, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-1500:]}
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def timed_peer(cmd: list[str]) -> dict[str, Any]:
+    if shutil.which(cmd[0]) is None:
+        return {"error": f"{cmd[0]} is not installed"}
+    started = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"seconds": round(seconds, 3), "children_peak_rss_mib": round(peak, 1)}
+
+
+def pdf300(tmp: Path) -> dict[str, Any]:
+    root = tmp / "root"
+    root.mkdir()
+    pdfgen.write_pdf(str(root / "big.pdf"), 3000, pad=100_000)
+    out: dict[str, Any] = {"bytes": (root / "big.pdf").stat().st_size}
+    out["leanreplay_first_pdf_search"] = child(tmp / "home", root, "pdf_search", "big.pdf")
+    out["pdftotext"] = timed_peer(["pdftotext", str(root / "big.pdf"), str(tmp / "out.txt")])
+    return out
+
+
+def pdf100k(tmp: Path) -> dict[str, Any]:
+    root = tmp / "root"
+    root.mkdir()
+    pdfgen.write_pdf(str(root / "huge.pdf"), 100_000, fanout=100)
+    out: dict[str, Any] = {"bytes": (root / "huge.pdf").stat().st_size, "pages": 100_000}
+    out["leanreplay_first_pdf_search"] = child(tmp / "home", root, "pdf_search", "huge.pdf")
+    out["leanreplay_second_pdf_search"] = child(tmp / "home", root, "pdf_search", "huge.pdf")
+    out["pdftotext"] = timed_peer(["pdftotext", str(root / "huge.pdf"), str(tmp / "out.txt")])
+    return out
+
+
+def bomb(tmp: Path) -> dict[str, Any]:
+    root = tmp / "root"
+    root.mkdir()
+    (root / "bomb.pdf").write_bytes(pdfgen.text_bomb(5000, 198_000))
+    out: dict[str, Any] = {"bytes": (root / "bomb.pdf").stat().st_size}
+    out["leanreplay_first_pdf_search"] = child(tmp / "home", root, "pdf_search", "bomb.pdf")
+    return out
+
+
+def file2g(tmp: Path) -> dict[str, Any]:
+    root = tmp / "root"
+    root.mkdir()
+    line = b"2026-11-30T05:00:00Z worker-%d INFO request %09d served in 3ms path=/api/v1/items\n"
+    lines = 0
+    with (root / "big.log").open("wb", buffering=16 * 1024 * 1024) as f:
+        while f.tell() < 2 * 1024**3:
+            f.write(b"".join(line % (i % 8, lines + i) for i in range(100_000)))
+            lines += 100_000
+    subprocess.run(["cat", str(root / "big.log")], stdout=subprocess.DEVNULL, check=True)
+    out: dict[str, Any] = {"bytes": (root / "big.log").stat().st_size, "lines": lines}
+    out["leanreplay_first_file_read"] = child(
+        tmp / "home", root, "file_read", "big.log", str(lines - 10)
+    )
+    out["wc_l"] = timed_peer(["wc", "-l", str(root / "big.log")])
+    return out
+
+
+def _store(home: Path, conversations: int, per: int, fold_through: int = 0) -> None:
+    """A store written straight through SQLite (what ingest would write, much faster)."""
+    from index.store._store import Store
+
+    Store(str(home)).close()  # the schema
+    rng = random.Random(5)
+    db = sqlite3.connect(home / "store.sqlite3")
+    with db:
+        for c in range(conversations):
+            cid = f"conv{c:05d}"
+            db.execute("INSERT INTO conversations(id) VALUES (?)", (cid,))
+            rows = []
+            for seq in range(1, per + 1):
+                role = "user" if seq % 2 else "assistant"
+                text = f"message {seq} of {cid} word{rng.randrange(5000)} budget " + "x" * 80
+                body = json.dumps({"role": role, "content": text, "id": f"m{seq}"})
+                rows.append((cid, seq, f"m{seq}", role, body, len(text)))
+            db.executemany(
+                "INSERT INTO messages(conversation_id, seq, id, role, body, chars) "
+                "VALUES (?,?,?,?,?,?)",
+                rows,
+            )
+            if fold_through:
+                db.execute(
+                    "INSERT INTO folds VALUES (?,?,?,?,?)",
+                    (cid, "summary " * 500, fold_through, f"m{fold_through}", 1),
+                )
+    db.close()
+
+
+def replay100k(tmp: Path) -> dict[str, Any]:
+    (tmp / "root").mkdir()
+    _store(tmp / "home", 1, 100_000, fold_through=99_987)
+    return {
+        "messages": 100_000,
+        "leanreplay_replay": child(tmp / "home", tmp / "root", "replay", "conv00000"),
+    }
+
+
+def search1m(tmp: Path) -> dict[str, Any]:
+    (tmp / "root").mkdir()
+    started = time.perf_counter()
+    _store(tmp / "home", 100, 10_000)
+    return {
+        "messages": 1_000_000,
+        "store_build_s": round(time.perf_counter() - started, 1),
+        "leanreplay_conversation_search": child(tmp / "home", tmp / "root", "search", "budget"),
+    }
+
+
+SCENARIOS = {
+    "pdf300": pdf300,
+    "pdf100k": pdf100k,
+    "bomb": bomb,
+    "file2g": file2g,
+    "replay100k": replay100k,
+    "search1m": search1m,
+}
+
+
+def main() -> None:
+    names = sys.argv[1:] or list(SCENARIOS)
+    report: dict[str, Any] = {"cpu_count": os.cpu_count()}
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix=f"bench_resources_{name}_", dir="/tmp") as tmp:
+            started = time.perf_counter()
+            report[name] = SCENARIOS[name](Path(tmp))
+            report[name]["scenario_s"] = round(time.perf_counter() - started, 1)
+        print(json.dumps({name: report[name]}), flush=True)
+    floors: dict[str, bool] = {}
+    if "replay100k" in report:
+        floors["replay100k_under_50ms"] = (
+            report["replay100k"]["leanreplay_replay"].get("seconds", 1e9) < 0.05
+        )
+    if "search1m" in report:
+        floors["search1m_first_under_15s"] = (
+            report["search1m"]["leanreplay_conversation_search"].get("seconds", 1e9) < 15
+        )
+    report["floors"] = floors
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
