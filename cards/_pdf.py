@@ -9,11 +9,11 @@ count. When the index is broken it falls back to a bounded scan for object heade
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import zlib
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
@@ -29,7 +29,7 @@ from ._pdfobj import (
     as_list,
 )
 
-__all__ = ["MAX_PAGES", "PdfDocument", "PdfFacts", "probe_pdf"]
+__all__ = ["MAX_PAGES", "PdfDocument", "PdfFacts", "probe_pdf", "scan"]
 
 # Hostile-input limits. Messages quote the value and the limit.
 TAIL_BYTES = 1024  # where startxref normally is
@@ -52,6 +52,34 @@ _ENTRY = re.compile(rb"(\d{10})[ ](\d{5})[ ]([fn])")
 _SCAN_OBJ = re.compile(rb"(?<![0-9])(\d{1,10})[ \t\r\n\f\x00]+(\d{1,5})[ \t\r\n\f\x00]+obj\b")
 _SCAN_TRAILER = re.compile(rb"trailer[ \t\r\n\f\x00]*<<")
 _SCAN_TYPE = re.compile(rb"/Type[ \t\r\n\f\x00]*/(XRef|ObjStm|Page)(?![A-Za-z0-9])")
+_SCAN_CHUNK = 4 * 1024 * 1024
+_SCAN_OVERLAP = 64 * 1024  # longest match a scan finds across a chunk boundary
+
+
+def scan(
+    fd: int,
+    pattern: re.Pattern[bytes],
+    start: int,
+    stop: int,
+    *,
+    chunk: int = _SCAN_CHUNK,
+    overlap: int = _SCAN_OVERLAP,
+) -> Iterator[tuple[int, re.Match[bytes]]]:
+    """(offset, match) of ``pattern`` in bytes ``start``..``stop`` of the file, read with
+    ``pread`` chunk by chunk. Never a memory map: a file truncated under the scan would turn
+    an access past its new end into SIGBUS; here it just ends the scan early."""
+    at = start
+    while at < stop:
+        own_end = min(at + chunk, stop)
+        lead = 1 if at > 0 else 0  # one byte before: the patterns look behind one at most
+        buf = os.pread(fd, min(own_end + overlap, stop) - (at - lead), at - lead)
+        for m in pattern.finditer(buf, lead):
+            if at - lead + m.start() >= own_end:
+                break
+            yield at - lead + m.start(), m
+        if len(buf) < own_end - (at - lead):
+            return  # the file is shorter than it was
+        at = own_end
 
 
 class _Free:
@@ -482,12 +510,11 @@ class PdfDocument:
         table: dict[int, int] = {}
         trailers: list[int] = []
         typed: list[tuple[int, bytes]] = []
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as view:
-            for start, stop in regions:
-                for m in _SCAN_OBJ.finditer(view, start, stop):
-                    table[int(m.group(1))] = m.start()
-                trailers += [m.end() - 2 for m in _SCAN_TRAILER.finditer(view, start, stop)]
-                typed += [(m.start(), m.group(1)) for m in _SCAN_TYPE.finditer(view, start, stop)]
+        for start, stop in regions:
+            for at, m in scan(fd, _SCAN_OBJ, start, stop):
+                table[int(m.group(1))] = at
+            trailers += [at + len(m.group(0)) - 2 for at, m in scan(fd, _SCAN_TRAILER, start, stop)]
+            typed += [(at, m.group(1)) for at, m in scan(fd, _SCAN_TYPE, start, stop)]
         if not table:
             raise Broken("no objects found in the file")
         doc._recovered = table

@@ -3,14 +3,17 @@ get a card within bounded time, with exact facts or an honest warning."""
 
 from __future__ import annotations
 
+import os
 import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cards import card_for, pdf_facts
+from cards import _pdf, card_for, pdf_facts
 from tests import pdfgen
 
 
@@ -202,3 +205,37 @@ def test_padded_pdf_probe_does_not_read_the_padding(tmp_path: Path) -> None:
     started = time.perf_counter()
     assert pdf_facts(path).pages == 300
     assert time.perf_counter() - started < 0.5
+
+
+_TOKENS = [b"0", b"12", b"345", b"9876543210", b" ", b"\n", b"\x00", b"obj", b"objx", b"trailer"]
+_TOKENS += [b"<<", b"/Type", b"/XRef", b"/ObjStm", b"x", b"%"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(_TOKENS), max_size=120),
+    chunk=st.integers(1, 64),
+    bounds=st.tuples(st.integers(0, 400), st.integers(0, 400)),
+)
+def test_the_recovery_scan_reads_in_chunks_and_finds_what_a_whole_read_finds(
+    tmp_path_factory: pytest.TempPathFactory,
+    parts: list[bytes],
+    chunk: int,
+    bounds: tuple[int, int],
+) -> None:
+    # The scan reads with pread, never a memory map (a file truncated under a map is SIGBUS).
+    data = b"".join(parts)
+    start, stop = sorted(min(b, len(data)) for b in bounds)
+    path = tmp_path_factory.mktemp("scan") / "f.pdf"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for pattern in (_pdf._SCAN_OBJ, _pdf._SCAN_TRAILER, _pdf._SCAN_TYPE):
+            whole = [(m.start(), m.group(0)) for m in pattern.finditer(data, start, stop)]
+            chunked = [
+                (at, m.group(0))
+                for at, m in _pdf.scan(fd, pattern, start, stop, chunk=chunk, overlap=48)
+            ]
+            assert chunked == whole
+    finally:
+        os.close(fd)
