@@ -180,9 +180,13 @@ def _open_document(f: BinaryIO) -> _Document:
 # Open documents, reused across chunks: a fresh PDFium document walks the page tree again to
 # reach page i, which made chunked extraction quadratic on flat trees. One lock per process:
 # PDFium is not thread-safe.
+# A document is reopened after PAGES_PER_OPEN pages: PDFium keeps every object it parsed, so
+# a document read to its end held all its content streams (300 MB for a 300 MB file).
 _open_docs: OrderedDict[tuple[Any, ...], tuple[BinaryIO, _Document]] = OrderedDict()
+_served: dict[tuple[Any, ...], int] = {}
 _docs_lock = threading.RLock()
 _MAX_OPEN_DOCS = 2
+PAGES_PER_OPEN = 256
 
 
 def _document(path: str, identity: Identity) -> _Document:
@@ -190,10 +194,14 @@ def _document(path: str, identity: Identity) -> _Document:
     st = os.fstat(f.fileno())
     key = (path, identity, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # ctime: see rewrites
     cached = _open_docs.get(key)
+    if cached is not None and _served.get(key, 0) >= PAGES_PER_OPEN:
+        _close(key)
+        cached = None
     if cached is not None:
         f.close()
         _open_docs.move_to_end(key)
         return cached[1]
+    _served[key] = 0
     try:
         doc = _open_document(f)
     except BaseException:
@@ -201,19 +209,22 @@ def _document(path: str, identity: Identity) -> _Document:
         raise
     _open_docs[key] = (f, doc)
     while len(_open_docs) > _MAX_OPEN_DOCS:
-        _, (old_file, old_doc) = _open_docs.popitem(last=False)
-        old_doc.close()
-        old_file.close()
+        _close(next(iter(_open_docs)))
     return doc
+
+
+def _close(key: tuple[Any, ...]) -> None:
+    old_file, old_doc = _open_docs.pop(key)
+    _served.pop(key, None)
+    old_doc.close()
+    old_file.close()
 
 
 def close_documents() -> None:
     """Close every cached document (at exit, and whenever a caller wants files released)."""
     with _docs_lock:
         while _open_docs:
-            _, (f, doc) = _open_docs.popitem()
-            doc.close()
-            f.close()
+            _close(next(iter(_open_docs)))
 
 
 atexit.register(close_documents)
@@ -230,6 +241,8 @@ def extract_range(path: str, identity: Identity, start: int, stop: int) -> list[
     past the end of what the backend finds come back as a note (the counts may differ)."""
     with _docs_lock:
         doc = _document(path, identity)
+        key = next(reversed(_open_docs))  # _document leaves its document last
+        _served[key] = _served.get(key, 0) + stop - start
         found = len(doc)
         return [
             _clean(doc.text(i)) if i < found else f"[page {i + 1} not found by the text backend]"
