@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
@@ -50,7 +51,9 @@ __all__ = [
     "pdf_metadata",
 ]
 
-CHUNK_PAGES = 8  # small: a chunk of heavy pages (a text bomb) must not overrun a time limit
+CHUNK_PAGES = 64  # most pages per chunk
+FIRST_CHUNK_PAGES = 8  # until a chunk has been timed
+CHUNK_SECONDS = 0.25  # chunk sizes follow the measured time per page
 ProgressCallback = Callable[[int, int, str], None]
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_pdfworker.py")
 
@@ -84,7 +87,9 @@ def extract_stream(
     Chunks are handed out in page order; once ``stop()`` is true no new chunk starts.
     Returns where extraction stopped: every page before it went to the sink, none after it.
     """
-    chunks = deque((s, min(s + CHUNK_PAGES, pages)) for s in range(first, pages, CHUNK_PAGES))
+    returned: deque[tuple[int, int]] = deque()  # handed back by a worker that failed
+    cursor = first  # the next page no chunk has covered yet
+    size = FIRST_CHUNK_PAGES
     finished: dict[int, list[str]] = {}  # completed chunks not yet handed on in order
     next_start = first
     done = 0
@@ -92,17 +97,28 @@ def extract_stream(
     order = threading.Lock()  # the sink is called by one thread at a time, in order
 
     def take() -> tuple[int, int] | None:
+        nonlocal cursor
         with lock:
-            if not chunks or (stop is not None and stop()):
+            if stop is not None and stop():
                 return None
-            return chunks.popleft()
+            if returned:
+                return returned.popleft()
+            if cursor >= pages:
+                return None
+            span = (cursor, min(cursor + size, pages))
+            cursor = span[1]
+            return span
 
-    def record(start: int, texts: list[str]) -> None:
-        nonlocal done, next_start
+    def record(start: int, texts: list[str], seconds: float) -> None:
+        nonlocal done, next_start, size
         with order:
             with lock:
                 finished[start] = texts
                 done += len(texts)
+                # Chunks of about CHUNK_SECONDS: long enough to keep the overhead small, short
+                # enough that heavy pages (a text bomb) do not overrun a time limit.
+                per_page = seconds / max(1, len(texts))
+                size = max(1, min(CHUNK_PAGES, int(CHUNK_SECONDS / max(per_page, 1e-6))))
                 if progress is not None:
                     progress(first + done, pages, f"extracted {first + done} of {pages} pages")
             while next_start in finished:
@@ -112,7 +128,12 @@ def extract_stream(
 
     def give_back(start: int, stop: int) -> None:
         with lock:
-            chunks.appendleft((start, stop))
+            returned.appendleft((start, stop))
+
+    def local(span: tuple[int, int]) -> None:
+        began = time.monotonic()
+        texts = extract_range(path, identity, *span)
+        record(span[0], texts, time.monotonic() - began)
 
     def feed(worker: subprocess.Popen[str]) -> None:
         assert worker.stdin is not None
@@ -120,6 +141,7 @@ def extract_stream(
         try:
             while (span := take()) is not None:
                 start, stop = span
+                began = time.monotonic()
                 try:
                     worker.stdin.write(f"{start} {stop}\n")
                     worker.stdin.flush()
@@ -129,7 +151,7 @@ def extract_stream(
                 if not isinstance(answer, list):  # a failed worker: this process redoes it
                     give_back(start, stop)
                     return
-                record(start, answer)
+                record(start, answer, time.monotonic() - began)
         finally:
             worker.stdin.close()
             worker.wait()
@@ -137,7 +159,7 @@ def extract_stream(
 
     count = (os.cpu_count() or 1) - 1 if workers is None else workers
     feeders = []
-    if len(chunks) > 2:
+    if pages - first > 2 * CHUNK_PAGES:
         for _ in range(max(count, 0)):
             thread = threading.Thread(
                 target=feed, args=(_start_worker(path, identity),), daemon=True
@@ -145,11 +167,11 @@ def extract_stream(
             thread.start()
             feeders.append(thread)
     while (span := take()) is not None:
-        record(span[0], extract_range(path, identity, *span))
+        local(span)
     for thread in feeders:
         thread.join()
     while (span := take()) is not None:  # handed back by a worker that failed
-        record(span[0], extract_range(path, identity, *span))
+        local(span)
     return next_start
 
 
