@@ -169,12 +169,13 @@ def test_a_truncated_pdf_pdfium_refuses_is_a_file_type_error(tmp_path: Path, roo
     assert "cannot be read as a PDF" in text
 
 
+@pytest.mark.parametrize("how", ["rename", "symlink"])
 def test_pdf_read_while_the_file_is_replaced_answers_or_says_retry(
-    tmp_path: Path, root: Path
+    tmp_path: Path, root: Path, how: str
 ) -> None:
-    pdfgen.write_pdf(str(tmp_path / "a.pdf"), 3, compress=True)
-    pdfgen.write_pdf(str(tmp_path / "b.pdf"), 5, compress=True)
-    versions = [(tmp_path / n).read_bytes() for n in ("a.pdf", "b.pdf")]
+    pdfgen.write_pdf(str(root / "a.pdf"), 3, compress=True)
+    pdfgen.write_pdf(str(root / "b.pdf"), 5, compress=True)
+    versions = [(root / n).read_bytes() for n in ("a.pdf", "b.pdf")]
     target = root / "swapped.pdf"
     target.write_bytes(versions[0])
     stop = threading.Event()
@@ -183,8 +184,11 @@ def test_pdf_read_while_the_file_is_replaced_answers_or_says_retry(
         n = 0
         while not stop.is_set():
             staged = root / f".staged{n % 2}"
-            staged.write_bytes(versions[n % 2])
-            os.replace(staged, target)  # a new inode under the same name, as editors do
+            if how == "rename":
+                staged.write_bytes(versions[n % 2])  # a new inode under the same name
+            else:
+                staged.symlink_to(root / ("a.pdf", "b.pdf")[n % 2])  # the link moves
+            os.replace(staged, target)
             n += 1
 
     answers = errors = 0
