@@ -84,6 +84,7 @@ def test_a_client_sees_only_our_tools_then_activates_and_calls_upstream_ones(
         with Workspace(tmp_path / "home") as ws:
             async with gateway(ws, read_config(config)) as server, Client(server) as client:
                 out["first"] = [t.name for t in (await client.list_tools()).tools]
+                out["instructions"] = client.instructions
                 found = await client.call_tool("tool_search", {"query": "weather in a city"})
                 out["search"] = json.loads(text_of(found))["tools"]
                 out["index"] = ws.capabilities.render()
@@ -114,6 +115,8 @@ def test_a_client_sees_only_our_tools_then_activates_and_calls_upstream_ones(
 
     out = anyio.run(main)
     assert out["first"] == list(TOOL_NAMES), "upstream schemas leaked into the first listing"
+    assert "tool_activate(names=[...])" in out["instructions"]
+    assert "\n[notes]\nadd_note: Save a short text note for later\n" in out["instructions"]
     assert out["search"][0]["name"] == "forecast"
     assert out["search"][0]["server"] == "weather"
     assert "[weather]\nforecast: Weather forecast for a city" in out["index"]

@@ -36,7 +36,7 @@ from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from .._errors import InvalidArgumentError
 from .._workspace import Workspace
-from .server import HttpPolicy, WorkspaceServer, http_app
+from .server import INSTRUCTIONS, HttpPolicy, WorkspaceServer, http_app
 
 __all__ = [
     "GatewayServer",
@@ -52,6 +52,10 @@ __all__ = [
 START_TIMEOUT_S = 60.0  # an upstream that has not listed its tools by then is left out
 MAX_CONFIG_BYTES = 1_000_000
 MAX_RESTARTS = 1
+INDEX_PREAMBLE = (
+    "More tools, one line each, grouped by server. Find one by what it does with tool_search; "
+    "make it callable with tool_activate(names=[...]) before calling it:"
+)
 
 
 @dataclass(frozen=True)
@@ -297,15 +301,18 @@ class GatewayServer(WorkspaceServer):
     """The workspace's tools, plus the upstream tools the model has activated."""
 
     def __init__(self, workspace: Workspace, upstreams: Upstreams) -> None:
-        super().__init__(workspace)
-        self.upstreams = upstreams
         # exposed name -> (upstream, the upstream's own tool)
-        self.routes: dict[str, tuple[Upstream, Tool]] = {}
+        routes: dict[str, tuple[Upstream, Tool]] = {}
         for upstream in upstreams.servers.values():
             exposed = workspace.register_tools(upstream.name, upstream.tools)
             by_name = {t.name: t for t in upstream.tools}
             for name, tool in zip(exposed, sorted(by_name), strict=True):
-                self.routes[name] = (upstream, by_name[tool])
+                routes[name] = (upstream, by_name[tool])
+        # Clients put a server's instructions in the system prompt: the index goes there.
+        index = workspace.capabilities.render()
+        super().__init__(workspace, instructions=f"{INSTRUCTIONS}\n\n{INDEX_PREAMBLE}\n{index}")
+        self.upstreams = upstreams
+        self.routes = routes
 
     def _active_upstream(self) -> list[str]:
         return [name for name in self.workspace.active_tools() if name in self.routes]

@@ -100,8 +100,8 @@ def _content(name: str, result: Any) -> list[TextContent | ImageContent]:
 class WorkspaceServer(MCPServer):
     """An MCP server whose tools are the read-only tools of one `Workspace`."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        super().__init__(name="leanreplay", instructions=INSTRUCTIONS)
+    def __init__(self, workspace: Workspace, *, instructions: str = INSTRUCTIONS) -> None:
+        super().__init__(name="leanreplay", instructions=instructions)
         self.workspace = workspace
         for name in TOOL_NAMES:
             self.add_tool(
