@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import resource
 import sys
 import threading
 from collections import OrderedDict
@@ -180,13 +181,24 @@ def _open_document(f: BinaryIO) -> _Document:
 # Open documents, reused across chunks: a fresh PDFium document walks the page tree again to
 # reach page i, which made chunked extraction quadratic on flat trees. One lock per process:
 # PDFium is not thread-safe.
-# A document is reopened after PAGES_PER_OPEN pages: PDFium keeps every object it parsed, so
-# a document read to its end held all its content streams (300 MB for a 300 MB file).
+# A document is reopened once the process grew by REOPEN_GROWTH while it was open: PDFium keeps
+# every object it parsed, so a document read to its end held all its content streams (300 MB
+# for a 300 MB file). Not by page count: a reopen walks a flat page tree again to reach page i.
 _open_docs: OrderedDict[tuple[Any, ...], tuple[BinaryIO, _Document]] = OrderedDict()
-_served: dict[tuple[Any, ...], int] = {}
+_opened_at: dict[tuple[Any, ...], int] = {}  # resident bytes when the document was opened
 _docs_lock = threading.RLock()
 _MAX_OPEN_DOCS = 2
-PAGES_PER_OPEN = 256
+REOPEN_GROWTH = 64 * 1024 * 1024
+
+
+def _resident() -> int:
+    """Resident bytes of this process (Linux); elsewhere the peak, which only grows."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
 
 
 def _document(path: str, identity: Identity) -> _Document:
@@ -194,14 +206,14 @@ def _document(path: str, identity: Identity) -> _Document:
     st = os.fstat(f.fileno())
     key = (path, identity, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # ctime: see rewrites
     cached = _open_docs.get(key)
-    if cached is not None and _served.get(key, 0) >= PAGES_PER_OPEN:
+    if cached is not None and _resident() - _opened_at.get(key, 0) > REOPEN_GROWTH:
         _close(key)
         cached = None
     if cached is not None:
         f.close()
         _open_docs.move_to_end(key)
         return cached[1]
-    _served[key] = 0
+    _opened_at[key] = _resident()
     try:
         doc = _open_document(f)
     except BaseException:
@@ -215,7 +227,7 @@ def _document(path: str, identity: Identity) -> _Document:
 
 def _close(key: tuple[Any, ...]) -> None:
     old_file, old_doc = _open_docs.pop(key)
-    _served.pop(key, None)
+    _opened_at.pop(key, None)
     old_doc.close()
     old_file.close()
 
@@ -241,8 +253,6 @@ def extract_range(path: str, identity: Identity, start: int, stop: int) -> list[
     past the end of what the backend finds come back as a note (the counts may differ)."""
     with _docs_lock:
         doc = _document(path, identity)
-        key = next(reversed(_open_docs))  # _document leaves its document last
-        _served[key] = _served.get(key, 0) + stop - start
         found = len(doc)
         return [
             _clean(doc.text(i)) if i < found else f"[page {i + 1} not found by the text backend]"
