@@ -146,3 +146,31 @@ def test_without_a_token_one_is_generated_and_printed_once(
     assert len(token) >= 32
     assert server.post(token=token) == 200
     assert server.post(token=TOKEN) == 401
+
+
+def _scope(host: str, server: str, origin: str | None = None) -> dict[str, object]:
+    headers = [(b"host", host.encode())]
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    return {"type": "http", "headers": headers, "server": (server, 8765)}
+
+
+def test_a_wildcard_bind_answers_loopback_names_only_on_loopback_connections() -> None:
+    # A wildcard bind cannot be opened in a test (it listens beyond loopback): the policy
+    # it gets is checked on the request scopes uvicorn would pass.
+    from index.faces.server import HttpPolicy
+
+    policy = HttpPolicy.for_bind("0.0.0.0", 8765, ["lean.example", "[fd00::1]:9000"])
+    assert policy.refusal(_scope("localhost:8765", "127.0.0.1")) is None
+    assert policy.refusal(_scope("lean.example:8765", "192.0.2.10")) is None
+    assert policy.refusal(_scope("[fd00::1]:9000", "fd00::1")) is None
+    refused = policy.refusal(_scope("127.0.0.1:8765", "192.0.2.10"))
+    assert refused is not None
+    assert refused[0] == 421
+    assert policy.refusal(_scope("other.example:8765", "192.0.2.10")) == (
+        421,
+        "this server does not answer for that Host; use the address it serves",
+    )
+    origin = policy.refusal(_scope("lean.example:8765", "192.0.2.10", "http://localhost:3000"))
+    assert origin is not None
+    assert origin[0] == 403
