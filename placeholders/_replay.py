@@ -42,6 +42,7 @@ __all__ = [
     "Timing",
     "call_inputs",
     "is_placeholder",
+    "parse_read_call",
     "read_call",
     "replay",
     "stale_before",
@@ -196,6 +197,28 @@ def read_call(
     if part is not None:
         args += f", part={_q(part)}"
     return f"conversation_read({args})"
+
+
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
+_READ_CALL = re.compile(
+    rf"conversation_read\(conversation_id=({_JSON_STRING}), message_id=({_JSON_STRING})"
+    rf"(?:, tool_call_id=({_JSON_STRING}))?(?:, part=({_JSON_STRING}))?\)"
+)
+
+
+def parse_read_call(text: str) -> dict[str, str] | None:
+    """The arguments of the first `read_call` text in ``text`` (a placeholder, a truncation
+    label, a search hit), ready for ``conversation_read``; None when it names no call.
+
+    The inverse of `read_call`: ``parse_read_call(read_call(c, m, t, p))`` gives back
+    ``{"conversation_id": c, "message_id": m, "tool_call_id": t, "part": p}`` (without the
+    arguments that are None).
+    """
+    match = _READ_CALL.search(text)
+    if match is None:
+        return None
+    names = ("conversation_id", "message_id", "tool_call_id", "part")
+    return {n: json.loads(v) for n, v in zip(names, match.groups(), strict=True) if v is not None}
 
 
 def is_placeholder(content: Any) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from index.faces._render import progress_bar
 from index.faces.cli import cli
 from tests.conftest import SAMPLES
 from tests.placeholders.test_replay import parse_call
@@ -147,20 +150,30 @@ def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> Non
     assert messages[-1]["content"].startswith("answer 49")
 
 
-def test_progress_bar_draws_one_updating_line() -> None:
-    import io
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
-    from index.faces.cli import progress_bar
 
-    stream = io.StringIO()
-    show = progress_bar(stream, width=10)
-    for done in (0, 64, 128, 150):
-        show(done, 150, f"extracted {done} of 150 pages")
-    text = stream.getvalue()
-    assert text.count("\r") == 4
+def test_progress_bar_is_a_click_progressbar_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    with progress_bar("pdf_search") as show:
+        assert show is not None
+        for done in (0, 64, 128, 150):
+            show(done, 150, f"extracted {done} of 150 pages")
+    text = sys.stderr.getvalue()
+    assert "pdf_search: extracted 150 of 150 pages" in text
+    assert "100%" in text
     assert text.endswith("\n")
-    assert "[##########] 150/150 extracted 150 of 150 pages" in text
-    assert "[####......] 64/150" in text
+
+
+def test_progress_bar_is_silent_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with progress_bar("pdf_search") as show:
+        assert show is None
+    assert sys.stderr.getvalue() == ""
 
 
 @pytest.mark.parametrize(

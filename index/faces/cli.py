@@ -7,29 +7,27 @@ import functools
 import json
 import logging
 import os
-import re
 import secrets
 import sys
-import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import click
 
 import cards
-from index import FORMATS, FileReport, Workspace, WorkspaceError, tool_schemas
+from index import FORMATS, Workspace, WorkspaceError, tool_schemas
 from placeholders import (
     DEFAULT_MIN_CHARS,
     AgeUnit,
     PlaceholderError,
     ReplayPolicy,
-    is_placeholder,
-    result_slots,
 )
+
+from ._address import parse_address
+from ._demo import run_demo
+from ._render import ingest_line, progress_bar, render_message
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -151,24 +149,15 @@ def ingest(
     items, Claude Code, mini-swe-agent, tau-bench). A folder gives every log under it, so a
     Claude Code project folder (~/.claude/projects/NAME) gives every session. Prints a line
     per file and a summary; exits 1 when any file was refused (one file: its one-line error)."""
-    with workspace(ctx) as ws:
-        if sys.stderr.isatty() and not as_json:
-            with click.progressbar(length=1, label="ingesting", file=sys.stderr) as bar:
+    with workspace(ctx) as ws, progress_bar("ingesting") as bar:
 
-                def progress(done: int, total: int, path: str) -> None:
-                    bar.length = max(total, 1)
-                    bar.label = f"ingesting {os.path.basename(path)}"[:60]
-                    bar.update(done - bar.pos)
+        def progress(done: int, total: int, path: str) -> None:
+            if bar is not None and not as_json:
+                bar(done, total, os.path.basename(path))
 
-                report = ws.ingest(
-                    *paths,
-                    format=fmt,
-                    conversation_id=conversation_id,
-                    errors="report",
-                    progress=progress,
-                )
-        else:
-            report = ws.ingest(*paths, format=fmt, conversation_id=conversation_id, errors="report")
+        report = ws.ingest(
+            *paths, format=fmt, conversation_id=conversation_id, errors="report", progress=progress
+        )
         sizes = {cid: ws.info(cid).messages for cid in report}
     if len(report.files) == 1 and not report.ok:
         raise click.ClickException(str(report.files[0].error or report.files[0].reason))
@@ -180,26 +169,6 @@ def ingest(
         click.echo(f"-- {report.summary()}")
     if not report.ok:
         sys.exit(1)
-
-
-def ingest_line(file: FileReport, sizes: dict[str, int]) -> str:
-    """One line per file: status, path, and what it stored or why it was refused."""
-    path = os.path.relpath(file.path) if file.path.startswith(os.getcwd() + os.sep) else file.path
-    head = f"{file.status:<9} {path}"
-    if file.status in ("refused", "skipped"):
-        reason = str(file.reason)
-        if reason.startswith(file.path + " "):
-            reason = reason[len(file.path) + 1 :]  # the path is at the head of the line already
-        return f"{head}: {reason}"
-    ids = file.conversation_ids
-    if len(ids) == 1:
-        what = f"{ids[0]}: {sizes.get(ids[0], 0)} messages, {file.format}"
-    else:
-        what = f"{len(ids)} conversations, {file.format}"
-    if file.status == "appended":
-        what += f", {file.added} new"
-    notes = f" ({'; '.join(file.notes)})" if file.notes else ""
-    return f"{head} -> {what}{notes}"
 
 
 @cli.command()
@@ -307,41 +276,6 @@ def replay_command(
         )
 
 
-def render_message(message: dict[str, Any]) -> str:
-    """A readable block for one message of a transcript."""
-    head = f"--- {message.get('id', '?')} {message.get('role')}"
-    if message.get("tool_call_id"):
-        head += f" (result of {message['tool_call_id']})"
-    if message.get("meta"):
-        head += " [meta]"
-    lines = [head]
-    content = message.get("content")
-    if isinstance(content, str):
-        lines.append(content)
-    elif isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                lines.append(str(block.get("text", "")))
-            elif kind == "tool_use":
-                arguments = json.dumps(block.get("input"), ensure_ascii=False)
-                lines.append(f"[call {block.get('name')} {block.get('id')}] {arguments}")
-            elif kind == "tool_result":
-                inner = block.get("content")
-                text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
-                lines.append(f"[result of {block.get('tool_use_id')}] {text}")
-            elif kind == "thinking":
-                lines.append(f"[thinking] {block.get('thinking', '')}")
-            else:
-                lines.append(f"[{kind} block]")
-    for call in message.get("tool_calls") or ():
-        function = call.get("function", {}) if isinstance(call, dict) else {}
-        lines.append(f"[call {function.get('name')} {call.get('id')}] {function.get('arguments')}")
-    return "\n".join(lines)
-
-
 @cli.command()
 @click.argument("query")
 @click.option("--conversation-id", default=None, help="Search only this conversation.")
@@ -365,22 +299,6 @@ def search(
         click.echo(f"    {hit['read']}")
 
 
-def progress_bar(stream: TextIO, width: int = 30) -> Callable[[int, int, str], None]:
-    """A one-line progress bar for long tool work (first pdf_search); thread-safe."""
-    lock = threading.Lock()
-
-    def show(done: int, total: int, message: str) -> None:
-        with lock:
-            filled = width if not total else min(width, width * done // total)
-            bar = "#" * filled + "." * (width - filled)
-            stream.write(f"\r[{bar}] {done:,}/{total:,} {message[:48]:<48}")
-            if total and done >= total:
-                stream.write("\n")
-            stream.flush()
-
-    return show
-
-
 @cli.command()
 @click.argument("tool")
 @click.argument("arguments", default="{}")
@@ -397,8 +315,7 @@ def call(ctx: click.Context, tool: str, arguments: str) -> None:
             "ARGUMENTS holds an integer too long or nesting too deep to parse; tool arguments "
             "are flat JSON objects with integers below 2**63"
         ) from None
-    progress = progress_bar(sys.stderr) if sys.stderr.isatty() else None
-    with workspace(ctx) as ws:
+    with workspace(ctx) as ws, progress_bar(tool) as progress:
         result = ws.call(tool, parsed, progress=progress)
     emit_json(result)
 
@@ -481,12 +398,7 @@ def serve(
     specs = gateway.read_config(upstream_config) if upstream_config is not None else None
 
     if http_address is not None:
-        host, _, port_text = http_address.rpartition(":")
-        host = host.strip("[]")
-        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise click.ClickException(
-                f"--http takes HOST:PORT such as 127.0.0.1:8765, got {http_address!r}"
-            )
+        host, port = parse_address(http_address)
         loopback = server.is_loopback(host)
         if not loopback and not allow_remote:
             raise click.ClickException(
@@ -523,13 +435,13 @@ def serve(
         else:
             server.serve_stdio(ws)
         return
-    policy = server.HttpPolicy.for_bind(host, int(port_text), allowed_hosts, allowed_origins)
+    policy = server.HttpPolicy.for_bind(host, port, allowed_hosts, allowed_origins)
     click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
     bearer = None if no_auth else token
     if specs is not None:
-        gateway.serve_gateway_http(ws, specs, host, int(port_text), bearer, policy)
+        gateway.serve_gateway_http(ws, specs, host, port, bearer, policy)
     else:
-        server.serve_http(ws, host, int(port_text), bearer, policy)
+        server.serve_http(ws, host, port, bearer, policy)
 
 
 @cli.command()
@@ -543,15 +455,6 @@ def serve(
 def tools(fmt: str) -> None:
     """Print the tool schemas for function calling."""
     emit_json(tool_schemas(fmt))
-
-
-def sample_dir() -> Path:
-    """The bundled samples: inside the installed package, else next to the source tree."""
-    here = Path(__file__).resolve().parent  # index/faces
-    for candidate in (here.parent / "sample_files", here.parent.parent / "sample_files"):
-        if (candidate / "manifest.json").is_file():
-            return candidate
-    raise click.ClickException("sample_files/ not found; run the demo from a leanreplay checkout")
 
 
 @cli.command()
@@ -578,103 +481,7 @@ def fold(ctx: click.Context, conversation_id: str, as_json: bool) -> None:
 @cli.command()
 def demo() -> None:
     """Run the pipeline on the bundled sample files (in a temporary home) and show what it saved."""
-    samples = sample_dir()
-    click.echo(f"== 1. cards of {samples} (content never injected) ==")
-    total = card_chars = 0
-    for path in sorted(samples.iterdir()):
-        if path.name == "manifest.json":
-            continue
-        line = cards.card_for(path).render()
-        click.echo(line)
-        total += path.stat().st_size
-        card_chars += len(line)
-    click.echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards\n")
-
-    with (
-        tempfile.TemporaryDirectory(prefix="leanreplay-demo-") as home,
-        Workspace(home, [str(samples)]) as ws,
-    ):
-        (cid,) = ws.ingest(samples / "conversation.jsonl")
-        count = ws.info(cid).messages
-        click.echo(f"== 2. ingest conversation.jsonl -> conversation {cid!r} ({count} messages) ==")
-        result = ws.replay(cid)
-        stats = result.stats()
-        click.echo(
-            f"replay: {stats['chars_in']:,} chars in, {stats['chars_out']:,} out, "
-            f"{stats['placeholders']} placeholder(s), {stats['elided_chars']:,} chars elided"
-        )
-        placeholder = next(
-            (
-                s.content
-                for m in result.messages
-                for s in result_slots(m)
-                if is_placeholder(s.content)
-            ),
-            None,
-        )
-        if placeholder is None:
-            raise click.ClickException("the demo conversation produced no placeholder")
-        click.echo(f"the model sees instead: {placeholder}\n")
-        call_text = placeholder[placeholder.index("conversation_read(") :]
-        click.echo(f"== 3. the model calls {call_text} ==")
-        ids = dict(re.findall(r'(\w+)=("(?:[^"\\]|\\.)*")', call_text))
-        arguments = {k: json.loads(v) for k, v in ids.items()}
-        read = ws.call("conversation_read", arguments)
-        original = next(m for m in ws.messages(cid) if m["id"] == arguments["message_id"])
-        (slot,) = result_slots(original)
-        same = read["content"] == slot.content and read["next"] is None
-        size = slot.chars()
-        click.echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
-
-        click.echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")
-        (attached,) = ws.ingest(samples / "conversation_with_pdf.jsonl")
-        lean = ws.replay(attached)
-        card_text = lean.messages[1]["content"][1]["text"]
-        stats = lean.stats()
-        click.echo(
-            f"replay: {stats['chars_in']:,} chars in (base64 replaced by the card), "
-            f"{stats['chars_out']:,} out, {stats['placeholders']} placeholder(s)"
-        )
-        click.echo(f"the model sees: {card_text}")
-        found = re.search(r'path=("(?:[^"\\]|\\.)*")', card_text)
-        if found is None:
-            raise click.ClickException(f"the attachment card names no path: {card_text}")
-        saved = json.loads(found.group(1))
-        hit = ws.pdf_search(saved, "marker00007")["hits"][0]
-        click.echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
-
-        click.echo("== 5. a long conversation folds as it grows (offline summarizer) ==")
-        peak = grown = 0
-        for i in range(60):
-            for message in _synthetic_turn(i):
-                ws.append("long", message)
-                grown += len(json.dumps(message))
-            peak = max(peak, ws.replay("long").chars_out)
-        state = ws.fold_state("long") or {}
-        click.echo(
-            f"{len(ws.messages('long'))} messages stored ({grown:,} chars of JSON); "
-            f"{state.get('generation', 0)} folds; the largest replay was {peak:,} chars; "
-            f"the summary runs through {state.get('summarized_through_message_id')}; "
-            "every original is kept"
-        )
-
-
-def _synthetic_turn(i: int) -> list[dict[str, Any]]:
-    log = "".join(f"step {i}.{n}: compiled module {n} in {n % 7 + 1}ms\n" for n in range(180))
-    return [
-        {"role": "user", "content": f"Run build #{i} and tell me if it passed."},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "tool_use", "id": f"b{i}", "name": "bash", "input": {"cmd": "make"}}
-            ],
-        },
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": f"b{i}", "content": log}],
-        },
-        {"role": "assistant", "content": f"Build #{i} passed: 180 modules compiled."},
-    ]
+    run_demo()
 
 
 def main() -> None:

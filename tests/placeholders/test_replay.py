@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +20,8 @@ from placeholders import (
     content_chars,
     is_genuine_user,
     is_placeholder,
+    parse_read_call,
+    read_call,
     replay,
 )
 from tests.builders import (
@@ -40,23 +41,49 @@ from tests.builders import (
 SEED = ReplayPolicy.seed()
 SEED_LOOP = replace(SEED, age_unit="assistant_turn", keep_assistant_turns=5)
 
-CALL = re.compile(
-    r'conversation_read\(conversation_id=("(?:[^"\\]|\\.)*"), message_id=("(?:[^"\\]|\\.)*")'
-    r'(?:, tool_call_id=("(?:[^"\\]|\\.)*"))?(?:, part=("input"))?\)'
-)
-
 
 def parse_part(text: str) -> str | None:
-    match = CALL.search(text)
-    assert match, text
-    return json.loads(match.group(4)) if match.group(4) else None
+    args = parse_read_call(text)
+    assert args, text
+    return args.get("part")
 
 
 def parse_call(text: str) -> tuple[str, str, str | None]:
-    match = CALL.search(text)
-    assert match, text
-    tool_call = json.loads(match.group(3)) if match.group(3) else None
-    return json.loads(match.group(1)), json.loads(match.group(2)), tool_call
+    args = parse_read_call(text)
+    assert args, text
+    return args["conversation_id"], args["message_id"], args.get("tool_call_id")
+
+
+@given(
+    conversation_id=st.text(min_size=1),
+    message_id=st.text(min_size=1),
+    tool_call_id=st.none() | st.text(min_size=1),
+    part=st.none() | st.just("input"),
+    before=st.text(),
+    after=st.text(),
+)
+def test_parse_read_call_is_the_inverse_of_read_call(
+    conversation_id: str,
+    message_id: str,
+    tool_call_id: str | None,
+    part: str | None,
+    before: str,
+    after: str,
+) -> None:
+    call = read_call(conversation_id, message_id, tool_call_id, part)
+    if "conversation_read(" in before:
+        return  # the first call in the text is the one parsed
+    expected = {"conversation_id": conversation_id, "message_id": message_id}
+    if tool_call_id is not None:
+        expected["tool_call_id"] = tool_call_id
+    if part is not None:
+        expected["part"] = part
+    assert parse_read_call(f"{before} {call} {after}") == expected
+
+
+def test_parse_read_call_finds_no_call_in_plain_text() -> None:
+    assert parse_read_call("conversation_read() is a tool") is None
+    assert parse_read_call('conversation_read(message_id="m1")') is None
 
 
 def three_exchanges(size: int, *, shape: str = "openai") -> list[dict[str, Any]]:
