@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._archive import zip_entries
+from ._archive import ARCHIVE_TOOLS, archive_facts, zip_entries
 from ._detect import HEAD_BYTES, Kind, kind_of, sniff
 from ._document import DOC_TOOLS, doc_kind, document_facts
 from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
@@ -210,6 +210,11 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
             notes.append("zip central directory not found; the archive may be truncated")
         facts["entries"] = entries
     tools = TOOLS_BY_KIND.get(kind, ())
+    if kind == "archive":
+        more, more_notes = archive_facts(fd, size, mime, name)
+        facts.update(more)
+        notes = [n for n in notes if "central directory" not in n] + more_notes
+        tools = ARCHIVE_TOOLS if more or mime == "application/zip" else ()
     table = table_format(name, mime, head)
     if table in ("csv", "tsv") and kind == "text":
         facts.update(csv_facts(fd, size, table, text_codec(charset)))
@@ -267,6 +272,16 @@ def _render_facts(kind: str, facts: Mapping[str, Any]) -> list[str]:
     if "entries" in facts:
         entries = facts["entries"]
         out.append(f"entries={entries}" if entries is not None else "entries=unknown")
+    if "uncompressed_bytes" in facts:
+        out.append(f"uncompressed={human_size(facts['uncompressed_bytes'])}")
+    if facts.get("first_entries"):
+        out.append(f"first={_names(facts['first_entries'])}")
+    if "compression" in facts:
+        out.append(f"compression={facts['compression']}" + (" tar" if facts.get("tar") else ""))
+    if "original_name" in facts:
+        out.append(f"original_name={quote(facts['original_name'], limit=100)}")
+    if "trailer_size" in facts:
+        out.append(f"trailer_size={facts['trailer_size']:,}")
     if "table" in facts:
         out.append(f"table={facts['table']}")
     if "document" in facts:

@@ -84,6 +84,7 @@ TOOL_NAMES = (
     "table_query",
     "doc_read",
     "doc_search",
+    "archive_list",
     "conversation_read",
     "conversation_search",
     "tool_search",

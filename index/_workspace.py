@@ -60,6 +60,7 @@ from .store._lifecycle import (
 )
 from .store._pages import MAX_READ_CHARS, page, readable
 from .store._store import ConversationInfo, FoldRecord, Store, StoredMessage, check_id
+from .tools._archives import extract_member, list_archive
 from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
@@ -114,6 +115,14 @@ DocPath = Annotated[
         "relative to the first root."
     ),
 ]
+Member = Annotated[
+    str | None,
+    Field(
+        max_length=4096,
+        description="Entry inside an archive at path (zip, tar, tar.gz, gz, bz2, xz), as "
+        "archive_list names it.",
+    ),
+]
 SheetName = Annotated[
     str | None, Field(description="Sheet name of a workbook; default the first sheet.")
 ]
@@ -144,8 +153,10 @@ class Workspace:
     ) -> None:
         self.home = os.path.abspath(os.path.expanduser(os.fspath(home)))
         self.attachments_dir = os.path.join(self.home, "attachments")
+        self.members_dir = os.path.join(self.home, "members")
         try:
             os.makedirs(self.attachments_dir, exist_ok=True)
+            os.makedirs(self.members_dir, exist_ok=True)
         except OSError as exc:
             if not os.path.isdir(self.home) or exc.errno != errno.EROFS:
                 raise StoreError(
@@ -154,13 +165,15 @@ class Workspace:
                 ) from None
             # A read-only home still serves reads; it just has no attachments folder to add.
         # Saved attachments are readable by the file tools, whatever roots were given, but only
-        # those of the allowed conversations; nothing else of the home is ever served.
-        saved = [self.attachments_dir] if os.path.isdir(self.attachments_dir) else []
+        # those of the allowed conversations; nothing else of the home is ever served, except
+        # archive members extracted for the tools (under hashed names, never their own).
+        saved = [d for d in (self.attachments_dir, self.members_dir) if os.path.isdir(d)]
         self.roots = Roots(
             resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved]),
             private=[os.path.realpath(self.home)],
             attachments=os.path.realpath(self.attachments_dir),
             gate=self._attachment_gate,
+            public=[os.path.realpath(self.members_dir)],
         )
         self.notices = root_notices(self.roots)  # for the operator: the CLI prints them
         self.allowed = frozenset(conversations) if conversations is not None else None
@@ -747,6 +760,7 @@ class Workspace:
                 ge=1, description=f"Last line to return; default start_line + {MAX_READ_LINES - 1}."
             ),
         ] = None,
+        member: Member = None,
     ) -> dict[str, Any]:
         """Read numbered lines of a text file of any size; long output is cut with a `next` call.
 
@@ -754,6 +768,7 @@ class Workspace:
         ``notes`` and ``next``. A negative ``start_line`` reads the last lines backwards from
         the end without indexing the file.
         """
+        path = self._member_path(path, member)
         if start_line == 0:
             raise InvalidArgumentError(
                 "start_line is 1-based: use 1 for the first line or -N for the last N lines"
@@ -782,8 +797,10 @@ class Workspace:
         ] = 50,
         ignore_case: Annotated[bool, Field(description="Match ASCII letters in any case.")] = False,
         start_line: Annotated[int, Field(ge=1, description="Line to start searching from.")] = 1,
+        member: Member = None,
     ) -> dict[str, Any]:
         """Find lines containing literal text in a text file of any size, with line numbers."""
+        path = self._member_path(path, member)
         with open_confined(path, self.roots) as f, self._text_view(f) as (text, shown):
             return search_lines(
                 LineIndex(text, self._lines_dir, shown_path=shown),
@@ -899,8 +916,10 @@ class Workspace:
         max_side: Annotated[
             int, Field(ge=16, le=4096, description="Longest side of the returned image.")
         ] = 1568,
+        member: Member = None,
     ) -> dict[str, Any]:
         """Show an image file, downscaled to at most max_side pixels, as image content."""
+        path = self._member_path(path, member)
         with open_confined(path, self.roots) as f:
             return view_image(f, max_side)
 
@@ -933,6 +952,34 @@ class Workspace:
             hit["read"] = read_call(hit["conversation_id"], hit["message_id"])
         return {"query": query, "hits": hits}
 
+    # archives
+
+    def _member_path(self, path: str, member: str | None) -> str:
+        """``path`` itself, or the extracted copy of ``member`` of the archive at ``path``."""
+        if member is None:
+            return path
+        with open_confined(path, self.roots) as f:
+            return extract_member(f, member, self.members_dir)
+
+    def archive_list(
+        self,
+        path: Annotated[
+            str,
+            Field(
+                description="Archive (zip, tar, tar.gz, gz, bz2, xz), absolute or relative to "
+                "the first root."
+            ),
+        ],
+        prefix: Annotated[
+            str, Field(max_length=4096, description="Only entries whose name starts with this.")
+        ] = "",
+        limit: Annotated[int, Field(ge=1, le=2000, description="Most entries to return.")] = 200,
+    ) -> dict[str, Any]:
+        """List the entries of an archive (name, type, size); read one with member= on the
+        file tools."""
+        with open_confined(path, self.roots) as f:
+            return list_archive(f, prefix, limit)
+
     # documents
 
     def _document(self, f: OpenFile) -> str:
@@ -956,9 +1003,11 @@ class Workspace:
                 "markdown), slides (pptx, odp), chapters (epub).",
             ),
         ] = "1-20",
+        member: Member = None,
     ) -> dict[str, Any]:
         """Read a range of a document's parts (paragraphs, slides or chapters), headings marked
         with #, tables as | rows; at most 40,000 chars per call, with a `next` call."""
+        path = self._member_path(path, member)
         first, last = parse_rows(part)
         with open_confined(path, self.roots) as f:
             fmt = self._document(f)
@@ -1057,12 +1106,14 @@ class Workspace:
             list[str] | None,
             Field(max_length=200, description="Only these columns, by header name."),
         ] = None,
+        member: Member = None,
     ) -> dict[str, Any]:
         """Read a range of rows of a table file as a grid with row numbers (at most 200 rows).
 
         Returns ``columns`` (``"row"`` then the header names), ``rows`` (each starting with
         its row number), ``total_rows`` (once known), ``notes`` and ``next``.
         """
+        path = self._member_path(path, member)
         first, last = parse_rows(rows)
         with open_confined(path, self.roots) as f:
             table = self._table(f)

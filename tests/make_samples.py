@@ -108,6 +108,38 @@ def main() -> None:
     write_conversation_with_pdf(OUT / "conversation_with_pdf.jsonl", OUT / "classic_xref.pdf")
     write_tables()
     write_documents()
+    write_archives()
+
+
+def write_archives() -> None:
+    """The archive samples (`python tests/make_samples.py archives`): deterministic bytes."""
+    import bz2
+    import gzip
+    import lzma
+    import tarfile
+
+    members = {
+        "data/table.csv": (OUT / "table.csv").read_bytes(),
+        "docs/guide.md": (OUT / "guide.md").read_bytes(),
+        "img/red.png": (OUT / "red_64x48.png").read_bytes(),
+    }
+    tar_bytes = io.BytesIO()
+    with tarfile.open(fileobj=tar_bytes, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 1767225600
+            t.addfile(info, io.BytesIO(data))
+    (OUT / "bundle.tar").write_bytes(tar_bytes.getvalue())
+    (OUT / "bundle.tar.gz").write_bytes(gzip.compress(tar_bytes.getvalue(), mtime=0))
+    notes = (OUT / "notes_utf8.txt").read_bytes()
+    with (
+        open(OUT / "notes.txt.gz", "wb") as raw,
+        gzip.GzipFile("notes.txt", "wb", fileobj=raw, mtime=0) as gz,
+    ):
+        gz.write(notes)
+    (OUT / "notes.txt.bz2").write_bytes(bz2.compress(notes))
+    (OUT / "notes.txt.xz").write_bytes(lzma.compress(notes))
 
 
 REPORT: list[officegen.Block] = [
@@ -281,6 +313,6 @@ def write_conversation(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    {"tables": write_tables, "documents": write_documents}.get(
+    {"tables": write_tables, "documents": write_documents, "archives": write_archives}.get(
         sys.argv[1] if len(sys.argv) > 1 else "", main
     )()

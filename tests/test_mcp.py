@@ -41,6 +41,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "conversation.jsonl",
         "sales.xlsx",
         "deck.pptx",
+        "bundle.tar.gz",
     ):
         (root / name).write_bytes((SAMPLES / name).read_bytes())
     pdfgen.write_pdf(str(root / "book.pdf"), 200, compress=True)
@@ -76,6 +77,7 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
         "table_query": {"path": "sales.xlsx", "sql": "SELECT count(*) AS n FROM t"},
         "doc_read": {"path": "deck.pptx", "part": "2"},
         "doc_search": {"path": "deck.pptx", "query": "hire"},
+        "archive_list": {"path": "bundle.tar.gz", "prefix": "docs/"},
         "conversation_read": {"conversation_id": "conversation", "message_id": "m3"},
         "conversation_search": {"query": "quota"},
         "tool_search": {"query": "read numbered lines of a text file"},
@@ -117,6 +119,9 @@ def check(out: dict[str, Any]) -> None:
     assert json.loads(text_of(out["table_query"]))["rows"] == [[5]]
     assert json.loads(text_of(out["doc_read"]))["parts"][0]["text"].startswith("# Regions")
     assert json.loads(text_of(out["doc_search"]))["hits"][0]["part"] == 3
+    assert [e["name"] for e in json.loads(text_of(out["archive_list"]))["entries"]] == [
+        "docs/guide.md"
+    ]
     image = next(c for c in out["image_view"].content if c.type == "image")
     assert image.mime_type == "image/png"
     assert base64.b64decode(image.data).startswith(b"\x89PNG")

@@ -74,11 +74,13 @@ def fingerprint(f: OpenFile) -> str:
 class Roots(tuple[str, ...]):
     """Resolved roots, and what inside them is never served: ``private`` folders (the
     workspace's home: its store, indexes and copies), except the ``attachments`` folder,
-    where ``gate(real_path, shown_path)`` decides per file (and raises to refuse)."""
+    where ``gate(real_path, shown_path)`` decides per file (and raises to refuse), and the
+    ``public`` folders (extracted archive members)."""
 
     private: tuple[str, ...]
     attachments: str | None
     gate: Callable[[str, str], None] | None
+    public: tuple[str, ...]
 
     def __new__(
         cls,
@@ -87,17 +89,21 @@ class Roots(tuple[str, ...]):
         private: Sequence[str] = (),
         attachments: str | None = None,
         gate: Callable[[str, str], None] | None = None,
+        public: Sequence[str] = (),
     ) -> Roots:
         self = super().__new__(cls, roots)
         self.private = tuple(private)
         self.attachments = attachments
         self.gate = gate
+        self.public = tuple(public)  # folders inside a private one that are served as is
         return self
 
     def check(self, real: str, shown: str) -> None:
         if self.attachments is not None and _inside(self.attachments, real):
             if self.gate is not None:
                 self.gate(real, shown)
+            return
+        if any(_inside(p, real) for p in self.public):
             return
         if any(_inside(p, real) for p in self.private):
             raise OutsideRootsError(

@@ -88,6 +88,9 @@ def test_zip_entries_agree_with_zipfile(name: str) -> None:
         ("deck.pptx", ["doc_read", "doc_search"]),
         ("voyage.epub", ["doc_read", "doc_search"]),
         ("guide.md", ["file_read", "file_search", "doc_read", "doc_search"]),
+        ("bundle.zip", ["archive_list"]),
+        ("bundle.tar.gz", ["archive_list"]),
+        ("notes.txt.xz", ["archive_list"]),
     ],
     ids=str,
 )

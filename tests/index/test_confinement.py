@@ -108,7 +108,7 @@ def test_root_given_as_a_symlink_is_resolved_once(layout: dict[str, Path], tmp_p
     link = tmp_path / "root_link"
     link.symlink_to(layout["root"])
     with Workspace(layout["home"], [link]) as ws:
-        assert ws.roots == (str(layout["root"]), ws.attachments_dir)
+        assert ws.roots == (str(layout["root"]), ws.attachments_dir, ws.members_dir)
         assert ws.file_read("inside.txt")["end_line"] == 2
         # Re-pointing the link later changes nothing: the workspace kept the resolved root.
         link.unlink()
