@@ -85,6 +85,7 @@ TOOL_NAMES = (
     "doc_read",
     "doc_search",
     "archive_list",
+    "file_list",
     "conversation_read",
     "conversation_search",
     "tool_search",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import datetime
@@ -15,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from cards import card_for_descriptor
+from cards import CardError, card_for, card_for_descriptor, quote
 from placeholders import (
     CHARS_PER_TOKEN,
     CompactionResult,
@@ -64,6 +65,7 @@ from .tools._archives import extract_member, list_archive
 from .tools._docs import iter_parts
 from .tools._images import view_image
 from .tools._lines import MAX_READ_LINES, LineIndex, read_lines, search_lines, tail_lines
+from .tools._listing import MAX_SCANNED, confined_dir, matching_files
 from .tools._paths import (
     OpenFile,
     Roots,
@@ -951,6 +953,58 @@ class Workspace:
         for hit in hits:
             hit["read"] = read_call(hit["conversation_id"], hit["message_id"])
         return {"query": query, "hits": hits}
+
+    # folders
+
+    def file_list(
+        self,
+        path: Annotated[
+            str, Field(description="Folder, absolute or relative to the first root.")
+        ] = ".",
+        pattern: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=1000,
+                description='Glob on paths relative to the folder: "**/*.py", "docs/*".',
+            ),
+        ] = "**/*",
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most files to return.")] = 200,
+        after: Annotated[
+            str | None, Field(description="Continue after this relative path (from next).")
+        ] = None,
+    ) -> dict[str, Any]:
+        """List the files under a folder as one-line cards, sorted by path, with a `next` call;
+        files .gitignore ignores are skipped in a git work tree."""
+        folder = confined_dir(path, self.roots)
+        names, complete, git = matching_files(folder, pattern, self.roots)
+        start = bisect.bisect_right(names, after) if after is not None else 0
+        shown = names[start : start + limit]
+        lines = []
+        for rel in shown:
+            try:
+                lines.append(card_for(os.path.join(folder, rel), name=rel).render())
+            except CardError as exc:
+                lines.append(f"[unreadable] name={quote(rel)} | {quote(str(exc))}")
+        notes = []
+        if git:
+            notes.append("a git work tree: files .gitignore ignores are left out")
+        if not complete:
+            notes.append(f"looked at the first {MAX_SCANNED:,} paths only; narrow the pattern")
+        more = start + limit < len(names)
+        return {
+            "path": folder,
+            "pattern": pattern,
+            "files": lines,
+            "total_files": len(names) if complete else None,
+            "notes": notes,
+            "next": (
+                f"file_list(path={json.dumps(folder)}, pattern={json.dumps(pattern)}, "
+                f"limit={limit}, after={json.dumps(shown[-1])})"
+                if more and shown
+                else None
+            ),
+        }
 
     # archives
 

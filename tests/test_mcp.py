@@ -78,6 +78,7 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
         "doc_read": {"path": "deck.pptx", "part": "2"},
         "doc_search": {"path": "deck.pptx", "query": "hire"},
         "archive_list": {"path": "bundle.tar.gz", "prefix": "docs/"},
+        "file_list": {"pattern": "*.pptx"},
         "conversation_read": {"conversation_id": "conversation", "message_id": "m3"},
         "conversation_search": {"query": "quota"},
         "tool_search": {"query": "read numbered lines of a text file"},
@@ -119,6 +120,7 @@ def check(out: dict[str, Any]) -> None:
     assert json.loads(text_of(out["table_query"]))["rows"] == [[5]]
     assert json.loads(text_of(out["doc_read"]))["parts"][0]["text"].startswith("# Regions")
     assert json.loads(text_of(out["doc_search"]))["hits"][0]["part"] == 3
+    assert len(json.loads(text_of(out["file_list"]))["files"]) == 1
     assert [e["name"] for e in json.loads(text_of(out["archive_list"]))["entries"]] == [
         "docs/guide.md"
     ]

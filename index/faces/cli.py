@@ -111,12 +111,32 @@ def workspace(ctx: click.Context) -> Workspace:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=200,
+    show_default=True,
+    help="Most files listed per folder (as file_list).",
+)
 @json_option
-def card(paths: tuple[str, ...], as_json: bool) -> None:
-    """Print the one-line card of each file in PATHS."""
+@click.pass_context
+@library_errors
+def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Print the one-line card of each file in PATHS; a folder lists its files (file_list)."""
     results: list[dict[str, Any]] = []
     failed = False
     for path in paths:
+        if os.path.isdir(path):
+            with Workspace(ctx.obj.home, [path]) as ws:
+                listing = ws.file_list(os.path.abspath(path), limit=limit)
+            if as_json:
+                results.append(listing)
+            else:
+                for line in listing["files"]:
+                    click.echo(line)
+                if listing["next"]:
+                    click.echo(f"more: {listing['next']}", err=True)
+            continue
         try:
             c = cards.card_for(path)
         except cards.CardError as exc:

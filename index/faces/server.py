@@ -67,7 +67,7 @@ INSTRUCTIONS = (
     "output as placeholders. Each placeholder names the exact conversation_read call that "
     "returns the original; cards name the tool that reads the file (pdf_info, pdf_search, "
     "pdf_read, file_read, file_search, image_view, table_read, table_query, doc_read, "
-    "doc_search, archive_list). Read only what you need."
+    "doc_search, archive_list); file_list lists a folder as cards. Read only what you need."
 )
 
 READ_ONLY = ToolAnnotations(

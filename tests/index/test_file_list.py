@@ -1,0 +1,106 @@
+"""file_list: cards of the files under a folder, sorted, bounded, paged, .gitignore-aware;
+and `leanreplay card DIR`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from index import InvalidArgumentError, NotAFileError, OutsideRootsError, Workspace
+from index.faces.cli import cli
+from index.tools._listing import glob_regex
+from tests.conftest import SAMPLES
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    for rel in ["a.txt", "b/c.csv", "b/d/e.md", "b/d/f.txt", "z.py", ".hidden/h.txt"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"{rel}\n")
+    shutil.copy(SAMPLES / "red_64x48.png", root / "b" / "red.png")
+    return root
+
+
+def names(result: dict[str, object]) -> list[str]:
+    files = result["files"]
+    assert isinstance(files, list)
+    return [line.split('name="', 1)[1].split('"', 1)[0] for line in files]
+
+
+def test_lists_cards_sorted_by_path(tree: Path, tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "home", [tree])
+    result = ws.file_list()
+    assert names(result) == sorted(
+        [".hidden/h.txt", "a.txt", "b/c.csv", "b/d/e.md", "b/d/f.txt", "b/red.png", "z.py"]
+    )
+    assert result["total_files"] == 7
+    assert all(line.startswith("[attachment] ") for line in result["files"])
+    assert "64x48" in result["files"][names(result).index("b/red.png")]
+
+
+def test_pattern_and_paging(tree: Path, tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "home", [tree])
+    assert names(ws.file_list(pattern="**/*.txt")) == [".hidden/h.txt", "a.txt", "b/d/f.txt"]
+    assert names(ws.file_list(pattern="*.txt")) == ["a.txt"]
+    assert names(ws.file_list("b", pattern="d/*")) == ["d/e.md", "d/f.txt"]
+    seen: list[str] = []
+    after = None
+    while True:
+        page = ws.file_list(limit=2, after=after)
+        seen += names(page)
+        if page["next"] is None:
+            break
+        after = page["next"].split('after="', 1)[1].rstrip('")')
+    assert seen == names(ws.file_list())
+
+
+def test_git_work_tree_skips_ignored_files(tree: Path, tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    (tree / ".gitignore").write_text("*.md\nb/d/\n")
+    ws = Workspace(tmp_path / "home", [tree])
+    result = ws.file_list()
+    assert names(result) == [".gitignore", ".hidden/h.txt", "a.txt", "b/c.csv", "b/red.png", "z.py"]
+    assert any("gitignore" in n for n in result["notes"])
+
+
+def test_confinement(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s")
+    (tree / "link").symlink_to(outside)
+    (tree / "filelink.txt").symlink_to(outside / "secret.txt")
+    ws = Workspace(tmp_path / "home", [tree])
+    with pytest.raises(OutsideRootsError):
+        ws.file_list(str(outside))
+    with pytest.raises(OutsideRootsError):
+        ws.file_list("link")
+    assert "filelink.txt" not in names(ws.file_list())
+    with pytest.raises(NotAFileError, match="is a file, not a folder"):
+        ws.file_list("a.txt")
+    with pytest.raises(InvalidArgumentError):
+        ws.file_list("")
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(["a", "b", "/"]), max_size=8).map("".join))
+def test_glob_star_never_crosses_a_folder(path: str) -> None:
+    assert bool(glob_regex("*").match(path)) == ("/" not in path)
+    assert bool(glob_regex("**/*").match(path)) is True
+    assert bool(glob_regex("a/*").match(path)) == (path.startswith("a/") and "/" not in path[2:])
+
+
+def test_cli_card_of_a_folder(tree: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "card", str(tree / "b")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().split("\n")
+    assert len(lines) == 4
+    assert all(line.startswith("[attachment] ") for line in lines)
