@@ -15,6 +15,7 @@ from ._detect import HEAD_BYTES, Kind, kind_of, sniff
 from ._document import DOC_TOOLS, doc_kind, document_facts
 from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
 from ._image import image_facts
+from ._media import media_facts
 from ._pdf import PdfFacts, probe_pdf
 from ._table import TABLE_TOOLS, csv_facts, parquet_facts, table_format, workbook_facts
 from ._text import text_codec, text_facts
@@ -204,6 +205,8 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
             facts, notes = image_facts(stream, size)
     elif kind == "text":
         facts = text_facts(fd, size, charset)
+    elif kind in ("audio", "video"):
+        facts, notes = media_facts(fd)
     if kind in _ZIP_CONTAINERS and head.startswith(b"PK"):
         entries = zip_entries(fd, size)
         if entries is None:
@@ -272,6 +275,17 @@ def _render_facts(kind: str, facts: Mapping[str, Any]) -> list[str]:
     if "entries" in facts:
         entries = facts["entries"]
         out.append(f"entries={entries}" if entries is not None else "entries=unknown")
+    if kind in ("audio", "video") and "format" in facts:
+        out.append(f"format={quote(str(facts['format']))}")
+        if "duration_s" in facts:
+            out.append(f"duration={facts['duration_s']:g}s")
+        for key in ("codec", "bitrate", "channels", "sample_rate"):
+            if key in facts:
+                value = facts[key]
+                out.append(f"{key}={quote(value) if isinstance(value, str) else value}")
+        for key in ("title", "artist", "album"):
+            if facts.get(key):
+                out.append(f"{key}={quote(str(facts[key]), limit=200)}")
     if "uncompressed_bytes" in facts:
         out.append(f"uncompressed={human_size(facts['uncompressed_bytes'])}")
     if facts.get("first_entries"):

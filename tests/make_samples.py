@@ -109,6 +109,18 @@ def main() -> None:
     write_tables()
     write_documents()
     write_archives()
+    write_media()
+
+
+def write_media() -> None:
+    """A one-second 8 kHz mono WAV (`python tests/make_samples.py media`)."""
+    import wave
+
+    with wave.open(str(OUT / "tone.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\x00\x10" * 8000)
 
 
 def write_archives() -> None:
@@ -313,6 +325,9 @@ def write_conversation(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    {"tables": write_tables, "documents": write_documents, "archives": write_archives}.get(
-        sys.argv[1] if len(sys.argv) > 1 else "", main
-    )()
+    {
+        "tables": write_tables,
+        "documents": write_documents,
+        "archives": write_archives,
+        "media": write_media,
+    }.get(sys.argv[1] if len(sys.argv) > 1 else "", main)()
