@@ -31,7 +31,7 @@ from .._errors import FileChangedError, InvalidArgumentError
 from ._paths import OpenFile
 
 _np: Any
-try:  # the optional "fast" extra: a vectorized newline count that releases the GIL
+try:  # a vectorized newline count that releases the GIL (a dependency; wheels may be missing)
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised when the extra is not installed
     _np = None

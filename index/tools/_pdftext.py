@@ -1,4 +1,4 @@
-"""Page text of PDFs on every core: pypdfium2 when installed (the ``fast`` extra), else pypdf.
+"""Page text of PDFs on every core: pypdfium2 (a dependency), else pypdf.
 
 This process and worker processes take chunks of pages in page order (this process starts at
 once, so a worker's start-up overlaps useful work), and the texts are handed on in order as

@@ -39,9 +39,9 @@ PAGE_CUT_NOTE = f"\n[... page text cut at {MAX_PAGE_CHARS:,} chars]"
 
 try:
     import pypdfium2 as _pdfium
-except ImportError:  # pragma: no cover - the default install
+except ImportError:  # pragma: no cover - a platform without pypdfium2 wheels
     _pdfium = None
-# LEANREPLAY_PDF_BACKEND=pypdf forces the default install's path (tests run both).
+# LEANREPLAY_PDF_BACKEND=pypdf forces the pure-Python fallback (tests run both).
 if os.environ.get("LEANREPLAY_PDF_BACKEND") == "pypdf":
     _pdfium = None
 BACKEND = "pypdfium2" if _pdfium is not None else "pypdf"

@@ -150,7 +150,7 @@ def test_index_of_a_grown_log_resumes_and_of_a_rewritten_file_restarts(ws: Works
 
 
 def test_numpy_and_bytes_counters_agree() -> None:
-    assert _lines._np is not None, "the test environment installs the 'fast' extra"
+    assert _lines._np is not None, "numpy is a regular dependency"
     data = bytes(os.urandom(3 * BLOCK + 123))
     assert _lines._count_block_numpy(memoryview(data)) == _lines._count_block_bytes(
         memoryview(data)
