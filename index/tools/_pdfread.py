@@ -60,7 +60,7 @@ def _backend_errors() -> tuple[type[Exception], ...]:
     import pypdf.errors
 
     errors: list[type[Exception]] = [pypdf.errors.PyPdfError]
-    with contextlib.suppress(ImportError):  # the optional "fast" extra
+    with contextlib.suppress(ImportError):  # a dependency; absent only without its wheels
         import pypdfium2
 
         errors.append(pypdfium2.PdfiumError)

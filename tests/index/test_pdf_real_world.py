@@ -27,7 +27,7 @@ PASSWORD_ERROR = "is encrypted with a password; its pages cannot be read"
 
 @pytest.fixture(params=["pypdfium2", "pypdf"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run the test with PDFium (the fast extra) and again with pypdf (the default install)."""
+    """Run the test with PDFium (the default) and again with pypdf (the pure-Python fallback)."""
     if request.param == "pypdfium2":
         pytest.importorskip("pypdfium2")
         assert _pdfworker.backend() == "pypdfium2"
