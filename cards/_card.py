@@ -102,9 +102,13 @@ def card_for(path: str | os.PathLike[str], *, name: str | None = None) -> Card:
         return _build(fd, size, absolute, name if name is not None else os.path.basename(absolute))
 
 
-def card_for_descriptor(fd: int, *, path: str, name: str | None = None) -> Card:
+def card_for_descriptor(
+    fd: int, *, path: str, name: str | None = None, light: bool = False
+) -> Card:
     """The card of a file already open on ``fd`` (for callers that confined and opened it
     themselves, so no path is resolved or opened again). ``path`` is what the card shows.
+    ``light`` keeps only what the head tells (type, table or document format, delimiter and
+    tools), for tools that need the kind of a file, not its facts.
 
     Raises:
         NotARegularFileError: ``fd`` is not a regular file.
@@ -113,7 +117,8 @@ def card_for_descriptor(fd: int, *, path: str, name: str | None = None) -> Card:
     try:
         st = os.fstat(fd)
         _require_regular(st, path)
-        return _build(fd, st.st_size, path, name if name is not None else os.path.basename(path))
+        shown = name if name is not None else os.path.basename(path)
+        return _build(fd, st.st_size, path, shown, light=light)
     except OSError as exc:
         raise FileUnreadableError(f"cannot read {path!r}: {exc.strerror}", path=path) from None
 
@@ -188,13 +193,25 @@ def _require_regular(st: os.stat_result, path: str) -> None:
     raise NotARegularFileError(f"{path!r} is {what}; cards describe regular files only", path=path)
 
 
-def _build(fd: int, size: int, path: str, name: str) -> Card:
+_ARCHIVE_READERS = (
+    "application/zip",
+    "application/x-tar",
+    "application/gzip",
+    "application/x-gzip",
+    "application/x-bzip2",
+    "application/x-xz",
+)
+
+
+def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> Card:
     head = os.pread(fd, HEAD_BYTES, 0)
     mime, charset = sniff(head)
     kind = kind_of(mime)
     facts: dict[str, Any] = {}
     notes: list[str] = []
-    if kind == "pdf":
+    if light:
+        pass
+    elif kind == "pdf":
         pdf = probe_pdf(fd, size)
         facts = {"pages": pdf.pages, "encrypted": pdf.encrypted, "version": pdf.version}
         if pdf.title is not None:
@@ -207,13 +224,15 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
         facts = text_facts(fd, size, charset)
     elif kind in ("audio", "video"):
         facts, notes = media_facts(fd)
-    if kind in _ZIP_CONTAINERS and head.startswith(b"PK"):
+    if kind in _ZIP_CONTAINERS and head.startswith(b"PK") and not light:
         entries = zip_entries(fd, size)
         if entries is None:
             notes.append("zip central directory not found; the archive may be truncated")
         facts["entries"] = entries
     tools = TOOLS_BY_KIND.get(kind, ())
-    if kind == "archive":
+    if kind == "archive" and light:
+        tools = ARCHIVE_TOOLS if mime in _ARCHIVE_READERS else ()
+    elif kind == "archive":
         more, more_notes = archive_facts(fd, size, mime, name)
         facts.update(more)
         notes = [n for n in notes if "central directory" not in n] + more_notes
@@ -222,6 +241,8 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
     if table in ("csv", "tsv") and kind == "text":
         facts.update(csv_facts(fd, size, table, text_codec(charset)))
         tools = (*tools, *TABLE_TOOLS)
+    elif table is not None and light:
+        tools = TABLE_TOOLS
     elif table in ("xlsx", "ods"):
         more, more_notes = workbook_facts(fd, table)
         facts.update(more)
@@ -237,9 +258,10 @@ def _build(fd: int, size: int, path: str, name: str) -> Card:
     doc = doc_kind(name, mime) if table is None else None
     if doc is not None:
         facts["document"] = doc
-        more, more_notes = document_facts(fd, size, doc)
-        facts.update(more)
-        notes += more_notes
+        if not light:
+            more, more_notes = document_facts(fd, size, doc)
+            facts.update(more)
+            notes += more_notes
         tools = (*tools, *DOC_TOOLS) if kind == "text" else DOC_TOOLS
     return Card(
         name=name,

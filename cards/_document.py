@@ -16,15 +16,16 @@ from typing import Any
 
 from defusedxml import DefusedXmlException
 
-from ._table import MAX_XML_BYTES, MAX_ZIP_ENTRIES
+from ._table import MAX_ZIP_ENTRIES
 from ._zipxml import Budget, events
 
-__all__ = ["DOC_TOOLS", "MAX_TITLES", "doc_kind", "document_facts"]
+__all__ = ["DOC_TOOLS", "MAX_DOC_BYTES", "MAX_TITLES", "doc_kind", "document_facts"]
 
 DOC_TOOLS = ("doc_read", "doc_search")
 MAX_TITLES = 10  # slide titles shown on a card
 HEAD_BYTES = 64 * 1024
 MAX_TITLE_CHARS = 200
+MAX_DOC_BYTES = 2 * 1024 * 1024  # decompressed XML a document card reads, all parts together
 
 _MIMES = {
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
@@ -237,7 +238,7 @@ def document_facts(fd: int, size: int, fmt: str) -> tuple[dict[str, Any], list[s
     if fmt in ("html", "markdown"):
         return _text_title(fd, size, fmt), []
     facts: dict[str, Any] = {}
-    budget = Budget(MAX_XML_BYTES * 2)
+    budget = Budget(MAX_DOC_BYTES)
     try:
         with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
             if len(z.infolist()) > MAX_ZIP_ENTRIES:

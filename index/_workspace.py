@@ -1037,7 +1037,7 @@ class Workspace:
     # documents
 
     def _document(self, f: OpenFile) -> str:
-        card = card_for_descriptor(f.fd, path=f.path)
+        card = card_for_descriptor(f.fd, path=f.path, light=True)
         fmt = card.facts.get("document")
         if fmt is None:
             raise WrongFileTypeError(
@@ -1070,7 +1070,7 @@ class Workspace:
             number = 0
             more: bool | None = False
             notes: list[str] = []
-            reader = contextlib.closing(iter_parts(f, fmt))
+            reader = contextlib.closing(iter_parts(f, fmt, first))
             try:
                 with reader as produced:
                     for number, text in enumerate(produced, start=1):
@@ -1136,7 +1136,7 @@ class Workspace:
     # tables
 
     def _table(self, f: OpenFile) -> TableFile:
-        card = card_for_descriptor(f.fd, path=f.path)
+        card = card_for_descriptor(f.fd, path=f.path, light=True)
         fmt = card.facts.get("table")
         if fmt is None:
             raise WrongFileTypeError(

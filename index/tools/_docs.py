@@ -257,10 +257,10 @@ def _slide(z: _Zip, name: str) -> str:
     return _cut("\n".join(head + lines))
 
 
-def _pptx(z: _Zip) -> Iterator[str]:
-    for name in _slide_names(z):
+def _pptx(z: _Zip, first: int) -> Iterator[str]:
+    for number, name in enumerate(_slide_names(z), start=1):
         if z.has(name):
-            yield _slide(z, name)
+            yield _slide(z, name) if number >= first else ""  # earlier slides: not parsed
 
 
 # odt / odp
@@ -507,9 +507,12 @@ def _epub_chapters(z: _Zip) -> list[str]:
     return [items[i] for i in spine if i in items]
 
 
-def _epub(z: _Zip) -> Iterator[str]:
-    for name in _epub_chapters(z):
+def _epub(z: _Zip, first: int) -> Iterator[str]:
+    for number, name in enumerate(_epub_chapters(z), start=1):
         if not z.has(name):
+            continue
+        if number < first:
+            yield ""  # an earlier chapter: not parsed
             continue
         with z.open(name) as stream:
             yield _cut("\n".join(_html_stream(stream)))
@@ -521,8 +524,9 @@ def _raw(f: OpenFile) -> Iterator[IO[bytes]]:
         yield stream
 
 
-def iter_parts(f: OpenFile, fmt: str) -> Generator[str, None, None]:
-    """The text of each part of a document, in order."""
+def iter_parts(f: OpenFile, fmt: str, first: int = 1) -> Generator[str, None, None]:
+    """The text of each part of a document, in order; parts before ``first`` may come back
+    empty when skipping them is cheaper than reading them (slides, chapters)."""
     if fmt in ("html", "markdown"):
         with _raw(f) as stream:
             yield from (_html_stream(stream) if fmt == "html" else _markdown_stream(stream))
@@ -532,13 +536,13 @@ def iter_parts(f: OpenFile, fmt: str) -> Generator[str, None, None]:
         if fmt == "docx":
             yield from _docx(z)
         elif fmt == "pptx":
-            yield from _pptx(z)
+            yield from _pptx(z, first)
         elif fmt == "odt":
             yield from _odf(z, "text", "block")
         elif fmt == "odp":
             yield from _odf(z, "presentation", "page")
         elif fmt == "epub":
-            yield from _epub(z)
+            yield from _epub(z, first)
         else:
             raise WrongFileTypeError(f"{f.path!r}: no reader for {fmt!r}")
     finally:

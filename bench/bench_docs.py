@@ -1,0 +1,111 @@
+"""Documents at size: a generated docx of about 200 MB of XML and a 5,000-slide deck.
+
+- card: `card_for` time and tracemalloc peak (the reading budget keeps both flat);
+- doc_read of the first 20 parts and of parts in the middle (a streamed pass up to there);
+- doc_search: first call (extracts and indexes every part) and a warm query;
+- peers in the same run: python-docx-free baselines, zipfile reading the whole
+  word/document.xml into memory and ElementTree parsing it (what a naive reader does).
+
+    python bench/bench_docs.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cards import card_for
+from index import Workspace
+from tests import officegen
+
+
+def timed(fn, repeat: int = 1):  # type: ignore[no-untyped-def]
+    times = []
+    result = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return result, statistics.median(times)
+
+
+def peak(fn):  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def main() -> None:
+    base = Path(tempfile.gettempdir()) / "leanreplay-bench-docs"
+    base.mkdir(exist_ok=True)
+    docx = base / "big.docx"
+    if not docx.exists():
+        para = "Revenue grew in every region this quarter, and the east office opened. " * 3
+        blocks: list[officegen.Block] = []
+        for i in range(900_000):
+            blocks.append(("h2", f"Section {i}") if i % 50 == 0 else ("p", f"{i}: {para}"))
+        docx.write_bytes(officegen.docx(blocks, title="Big report", author="Bench"))
+    deck = base / "deck5000.pptx"
+    if not deck.exists():
+        deck.write_bytes(
+            officegen.pptx([(f"Slide {i}", [f"body of slide {i}"]) for i in range(1, 5001)])
+        )
+    with zipfile.ZipFile(docx) as z:
+        xml_bytes = z.getinfo("word/document.xml").file_size
+    out: dict[str, object] = {"docx_bytes": docx.stat().st_size, "docx_xml_bytes": xml_bytes}
+    with tempfile.TemporaryDirectory() as home:
+        ws = Workspace(home, [str(base)])
+        card, card_s = timed(lambda: card_for(docx), 3)
+        out["docx_card"] = {
+            "ms": round(card_s * 1000, 2),
+            "peak_kib": round(peak(lambda: card_for(docx)) / 1024),
+            "warnings": list(card.warnings),
+        }
+        _first, first_s = timed(lambda: ws.doc_read(str(docx), part="1-20"), 3)
+        out["doc_read_first_20_parts_ms"] = round(first_s * 1000, 2)
+        out["doc_read_first_20_peak_kib"] = round(
+            peak(lambda: ws.doc_read(str(docx), part="1-20")) / 1024
+        )
+        _middle, middle_s = timed(lambda: ws.doc_read(str(docx), part="450000-450020"))
+        out["doc_read_middle_parts_s"] = round(middle_s, 2)
+        out["doc_read_middle_peak_kib"] = round(
+            peak(lambda: ws.doc_read(str(docx), part="450000-450020")) / 1024
+        )
+        _, naive_s = timed(
+            lambda: ElementTree.fromstring(zipfile.ZipFile(docx).read("word/document.xml"))
+        )
+        out["peer_zipfile_read_plus_elementtree_parse_s"] = round(naive_s, 2)
+        out["peer_peak_kib"] = round(
+            peak(lambda: ElementTree.fromstring(zipfile.ZipFile(docx).read("word/document.xml")))
+            / 1024
+        )
+        search, search_s = timed(lambda: ws.doc_search(str(deck), '"slide 4321"'))
+        _warm, warm_s = timed(lambda: ws.doc_search(str(deck), '"slide 4321"'), 5)
+        deck_card, deck_card_s = timed(lambda: card_for(deck), 3)
+        _tail, tail_s = timed(lambda: ws.doc_read(str(deck), part="4990-5000"))
+        out["deck_5000"] = {
+            "card_ms": round(deck_card_s * 1000, 2),
+            "slides": deck_card.facts.get("slides"),
+            "doc_read_last_slides_ms": round(tail_s * 1000, 1),
+            "first_doc_search_s": round(search_s, 2),
+            "warm_doc_search_ms": round(warm_s * 1000, 2),
+            "hit": search["hits"][0]["part"],
+        }
+        ws.close()
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
