@@ -3,6 +3,7 @@ readers too (pypdf, Pillow, zipfile), so the manifest cannot drift from the file
 
 from __future__ import annotations
 
+import os
 import time
 import zipfile
 
@@ -10,7 +11,7 @@ import pypdf
 import pytest
 from PIL import Image
 
-from cards import card_for
+from cards import card_for, card_for_descriptor
 from tests.conftest import SAMPLES, load_manifest
 
 MANIFEST = load_manifest()
@@ -99,3 +100,16 @@ def test_card_names_the_tools_that_read_it(name: str, tools: list[str]) -> None:
     assert card.to_dict()["tools"] == tools
     for tool in tools:
         assert tool in card.render()
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST), ids=str)
+def test_light_card_names_the_same_kind_and_tools(name: str) -> None:
+    full = card_for(SAMPLES / name)
+    fd = os.open(SAMPLES / name, os.O_RDONLY)
+    try:
+        light = card_for_descriptor(fd, path=full.path, light=True)
+    finally:
+        os.close(fd)
+    assert (light.mime, light.kind, light.tools) == (full.mime, full.kind, full.tools)
+    for key in ("table", "document", "delimiter"):
+        assert light.facts.get(key) == full.facts.get(key)
