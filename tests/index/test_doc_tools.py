@@ -95,7 +95,7 @@ def test_parts_in_order_with_headings_and_tables(
     assert texts(result) == expected
     assert result["total_parts"] == len(expected)
     assert result["next"] is None
-    assert [p["part"] for p in result["parts"]] == list(range(1, len(expected) + 1))  # type: ignore[union-attr]
+    assert [p["part"] for p in result["parts"]] == list(range(1, len(expected) + 1))
 
 
 @pytest.mark.parametrize("name", DOCS, ids=str)
@@ -233,3 +233,22 @@ def test_tools_run_through_the_one_definition(ws: Workspace) -> None:
     assert texts(result) == [DECK_PARTS[1]]
     with pytest.raises(InvalidArgumentError, match="part"):
         call_tool(ws, "doc_read", {"path": "deck.odp", "part": "two"})
+
+
+@pytest.mark.parametrize(
+    ("name", "part", "expected"),
+    [
+        ("deck.pptx", "3", [DECK_PARTS[2]]),
+        ("deck.pptx", "2-3", DECK_PARTS[1:]),
+        ("voyage.epub", "2-3", [f"# {h}\n{t}" for h, t in CHAPTERS[1:]]),
+        ("deck.odp", "3", [DECK_PARTS[2]]),
+    ],
+    ids=str,
+)
+def test_later_slides_and_chapters(
+    ws: Workspace, name: str, part: str, expected: list[str]
+) -> None:
+    result = ws.doc_read(name, part=part)
+    assert texts(result) == expected
+    first = int(part.split("-")[0])
+    assert [p["part"] for p in result["parts"]] == list(range(first, first + len(expected)))
