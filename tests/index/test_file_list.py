@@ -104,3 +104,13 @@ def test_cli_card_of_a_folder(tree: Path, tmp_path: Path) -> None:
     lines = result.output.strip().split("\n")
     assert len(lines) == 4
     assert all(line.startswith("[attachment] ") for line in lines)
+
+
+def test_the_home_inside_a_root_is_never_listed(tree: Path) -> None:
+    ws = Workspace(tree / "home", [tree])
+    ws.table_query("b/c.csv", "SELECT 1")  # writes under the home
+    listed = names(ws.file_list())
+    assert listed
+    assert not [n for n in listed if n.startswith("home/")]
+    with pytest.raises(OutsideRootsError, match="inside the leanreplay home"):
+        ws.file_list("home")
