@@ -290,6 +290,27 @@ png = base64.b64encode(open(os.path.join(root, "red_64x48.png"), "rb").read()).d
 block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
 run("append_image", lambda: ws.append("c2", {"role": "user", "content": [block]}))
 run("ingest", lambda: ws.ingest(os.path.join(root, "other.jsonl")))
+import subprocess
+def cli(name, *args):
+    done = subprocess.run(
+        [sys.executable, "-m", "index.cli", "--home", home, "--root", root, *args],
+        capture_output=True, text=True,
+    )
+    out[name] = [done.returncode, done.stderr.strip().splitlines()]
+cli("cli_ingest", "ingest", os.path.join(root, "other.jsonl"))
+read = {"conversation_id": "conversation", "message_id": "m3"}
+cli("cli_read", "call", "conversation_read", json.dumps(read))
+import anyio
+from mcp import Client
+from index.faces.server import build_server
+async def mcp():
+    async with Client(build_server(ws)) as client:
+        search = {"path": "book.pdf", "query": "x"}
+        for name, args in (("conversation_read", read), ("pdf_search", search)):
+            result = await client.call_tool(name, args)
+            text = "".join(c.text for c in result.content if c.type == "text")
+            out["mcp_" + name] = [bool(result.is_error), text]
+anyio.run(mcp)
 print(json.dumps(out))
 """
 
@@ -341,3 +362,13 @@ def test_a_full_or_read_only_home_still_reads_and_refuses_writes_clearly(
     reason = "full" if remount == "full" else "read-only"
     assert reason in out["append"]
     assert "reads still work" in out["append"]
+    code, lines = out["cli_ingest"]
+    assert code != 0
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("Error: nothing was stored")
+    assert out["cli_read"] == [0, []]
+    assert out["mcp_conversation_read"][0] is False
+    is_error, text = out["mcp_pdf_search"]
+    assert is_error
+    assert reason in text, text
+    assert "leanreplay bug" not in text
