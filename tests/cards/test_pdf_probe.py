@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cards import _pdf, card_for, pdf_facts
+from cards import _pdffile, card_for, pdf_facts
 from tests import pdfgen
 
 
@@ -230,11 +230,11 @@ def test_the_recovery_scan_reads_in_chunks_and_finds_what_a_whole_read_finds(
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        for pattern in (_pdf._SCAN_OBJ, _pdf._SCAN_TRAILER, _pdf._SCAN_TYPE):
+        for pattern in (_pdffile._SCAN_OBJ, _pdffile._SCAN_TRAILER, _pdffile._SCAN_TYPE):
             whole = [(m.start(), m.group(0)) for m in pattern.finditer(data, start, stop)]
             chunked = [
                 (at, m.group(0))
-                for at, m in _pdf.scan(fd, pattern, start, stop, chunk=chunk, overlap=48)
+                for at, m in _pdffile.scan(fd, pattern, start, stop, chunk=chunk, overlap=48)
             ]
             assert chunked == whole
     finally:
