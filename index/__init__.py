@@ -12,6 +12,13 @@
 `tool_schemas` exports them for function calling. Errors derive from `WorkspaceError`.
 """
 
+import sys as _sys
+
+# Confinement opens files by walking from a root with O_NOFOLLOW and dir_fd, and the readers use
+# pread: POSIX calls that Windows lacks. Say so at import instead of failing later.
+if _sys.platform not in ("linux", "darwin"):
+    raise ImportError("leanreplay runs on Linux and macOS; Windows is not supported yet.")
+
 from ._errors import (
     BusyError,
     ConversationNotFoundError,

@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from itertools import takewhile
 from typing import Annotated, Any, Literal
 
@@ -48,6 +49,7 @@ from .search._convindex import MessageIndex
 from .search._pdfindex import PageIndex
 from .store._activations import Activations
 from .store._attachments import AttachmentSaver
+from .store._home import mark_home
 from .store._importers import FORMATS, NotALogError, load
 from .store._ingest import FileReport, IngestError, IngestReport, IngestStatus, log_files
 from .store._lifecycle import (
@@ -98,23 +100,26 @@ from .tools._transcode import encoding_of, utf8_view
 
 __all__ = ["SNAPSHOTS_KEPT", "FoldResult", "SizePoint", "Workspace"]
 
+# Roots of the `Workspace.call` running in this thread or task, when it names its own.
+_call_roots: ContextVar[Roots | None] = ContextVar("leanreplay_roots", default=None)
+
 SNAPSHOTS_KEPT = 50  # prompt snapshots kept per home, newest first
 
 # Argument types shared by several tools: the descriptions reach the model through the schema.
-FilePath = Annotated[str, Field(description="File path, absolute or relative to the first root.")]
-PdfPath = Annotated[str, Field(description="PDF path, absolute or relative to the first root.")]
+FilePath = Annotated[str, Field(description="File path, absolute or relative to a root.")]
+PdfPath = Annotated[str, Field(description="PDF path, absolute or relative to a root.")]
 TablePath = Annotated[
     str,
     Field(
         description="Table file (CSV, TSV, xlsx, xlsm, ods, Parquet), absolute or relative "
-        "to the first root."
+        "to a root."
     ),
 ]
 DocPath = Annotated[
     str,
     Field(
         description="Document (docx, pptx, odt, odp, epub, html, markdown), absolute or "
-        "relative to the first root."
+        "relative to a root."
     ),
 ]
 Member = Annotated[
@@ -138,7 +143,8 @@ class Workspace:
 
     Args:
         home: folder for the store, indexes and logs (created if missing).
-        roots: folders the file tools may read; relative paths resolve against the first.
+        roots: folders the file tools may read (none: they read only saved attachments);
+            a relative path resolves against the first root that has it.
         conversations: if given, the conversation tools see only these ids; any other id is
             "not found".
     """
@@ -166,18 +172,9 @@ class Workspace:
                     "LEANREPLAY_HOME) pointing at a writable folder"
                 ) from None
             # A read-only home still serves reads; it just has no attachments folder to add.
-        # Saved attachments are readable by the file tools, whatever roots were given, but only
-        # those of the allowed conversations; nothing else of the home is ever served, except
-        # archive members extracted for the tools (under hashed names, never their own).
-        saved = [d for d in (self.attachments_dir, self.members_dir) if os.path.isdir(d)]
-        self.roots = Roots(
-            resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved]),
-            private=[os.path.realpath(self.home)],
-            attachments=os.path.realpath(self.attachments_dir),
-            gate=self._attachment_gate,
-            public=[os.path.realpath(self.members_dir)],
-        )
-        self.notices = root_notices(self.roots)  # for the operator: the CLI prints them
+        mark_home(self.home)
+        self._roots = self._resolve(roots)
+        self.notices = root_notices(self._roots)  # for the operator: the CLI prints them
         self.allowed = frozenset(conversations) if conversations is not None else None
         self.fold_policy = fold_policy or FoldPolicy()
         self.summarizer: Summarizer = summarizer or OfflineSummarizer()
@@ -193,6 +190,25 @@ class Workspace:
             os.path.basename(real)
         ):
             raise NotFoundError(f"no file at {shown!r}; check the name")
+
+    def _resolve(self, roots: Iterable[str | os.PathLike[str]]) -> Roots:
+        # Saved attachments are readable by the file tools, whatever roots were given, but only
+        # those of the allowed conversations; nothing else of the home is ever served, except
+        # archive members extracted for the tools (under hashed names, never their own).
+        saved = [d for d in (self.attachments_dir, self.members_dir) if os.path.isdir(d)]
+        return Roots(
+            resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved]),
+            private=[os.path.realpath(self.home)],
+            attachments=os.path.realpath(self.attachments_dir),
+            gate=self._attachment_gate,
+            public=[os.path.realpath(self.members_dir)],
+        )
+
+    @property
+    def roots(self) -> Roots:
+        """The folders the file tools read: those given, or those of the current `call`."""
+        override = _call_roots.get()
+        return self._roots if override is None else override
 
     def close(self) -> None:
         self.store.close()
@@ -616,11 +632,28 @@ class Workspace:
         *,
         progress: ProgressCallback | None = None,
         conversation_id: str | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
     ) -> Any:
         """Run a model-facing tool by name with JSON arguments, validated against its
-        signature (what the CLI ``call`` command and the MCP server do). ``conversation_id``
-        tells `tool_activate` whose tools list to extend."""
-        return call_tool(self, tool, arguments, progress=progress, conversation_id=conversation_id)
+        signature (what the CLI ``call`` command and the MCP server do).
+
+        Args:
+            progress: called as ``progress(done, total, message)`` during long work.
+            conversation_id: whose tools list `tool_activate` extends.
+            roots: the folders the file tools may read for this call only, instead of the
+                workspace's (the MCP server passes the roots its client offers).
+        """
+        if roots is None:  # the workspace's roots, or those of an enclosing call
+            return call_tool(
+                self, tool, arguments, progress=progress, conversation_id=conversation_id
+            )
+        token = _call_roots.set(self._resolve(roots))
+        try:
+            return call_tool(
+                self, tool, arguments, progress=progress, conversation_id=conversation_id
+            )
+        finally:
+            _call_roots.reset(token)
 
     def conversation_read(
         self,
@@ -912,9 +945,7 @@ class Workspace:
 
     def image_view(
         self,
-        path: Annotated[
-            str, Field(description="Image path, absolute or relative to the first root.")
-        ],
+        path: Annotated[str, Field(description="Image path, absolute or relative to a root.")],
         max_side: Annotated[
             int, Field(ge=16, le=4096, description="Longest side of the returned image.")
         ] = 1568,

@@ -16,7 +16,9 @@ from tests.conftest import SAMPLES
 from tests.placeholders.test_replay import parse_call
 
 
-def run(home: Path, *args: str) -> tuple[int, str]:
+def run(base: Path, *args: str) -> tuple[int, str]:
+    """Run the CLI with its home in ``base/home`` (logs the tests write stay beside it)."""
+    home = base / "home"
     result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False)
     return result.exit_code, result.output
 
@@ -49,9 +51,10 @@ def test_replay_text_mode_shows_transcript_and_stats(tmp_path: Path) -> None:
 
 def test_replay_of_a_real_agent_loop_by_assistant_turns(tmp_path: Path, transcripts: Path) -> None:
     path = next(transcripts.rglob("*.traj.json"))
-    code, out = run(tmp_path, "replay", str(path), "--age-unit", "assistant_turn", "--json")
-    assert code == 0
-    assert json.loads(out)["stats"]["placeholders"] > 0
+    args = ["--home", str(tmp_path / "home"), "replay", str(path), "--age-unit", "assistant_turn"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["stats"]["placeholders"] > 0  # stderr says it was stored
 
 
 @pytest.mark.parametrize(
@@ -194,7 +197,7 @@ def test_unusable_home_or_root_is_one_clear_line(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
     if args[0] == "--root":
-        args = ["--home", str(tmp_path), *args]
+        args = ["--home", str(tmp_path / "home"), *args]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1
     assert message in result.output

@@ -19,7 +19,9 @@ from index.faces.cli import cli
 from tests.conftest import REPO, SAMPLES
 
 
-def run(home: Path, *args: str) -> tuple[int, str]:
+def run(base: Path, *args: str) -> tuple[int, str]:
+    """Run the CLI with its home in ``base/home`` (the logs the tests write stay beside it)."""
+    home = base / "home"
     result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False)
     return result.exit_code, result.output
 
@@ -119,7 +121,7 @@ def test_cli_summary_lists_each_refusal_and_exits_non_zero(tmp_path: Path) -> No
     assert lines[1].startswith("refused   ")
     assert "cannot tell the format" in lines[1]
     assert lines[-1] == "-- 1 imported, 0 appended, 0 unchanged, 1 refused"
-    result = CliRunner().invoke(cli, ["--home", str(tmp_path), "ingest", str(bad)])
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "ingest", str(bad)])
     assert result.exit_code == 1
     assert result.output.startswith("Error: cannot tell the format"), "one file: one error line"
     assert len(result.output.strip().splitlines()) == 1
@@ -181,7 +183,7 @@ def test_options_named_in_error_messages_exist(tmp_path: Path) -> None:
     junk = tmp_path / "junk.json"
     junk.write_text('{"hello": 1}')
     for command in ("ingest", "replay"):
-        result = CliRunner().invoke(cli, ["--home", str(tmp_path), command, str(junk)])
+        result = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), command, str(junk)])
         assert result.exit_code != 0
         named = set(re.findall(r"(--[a-z][a-z-]+)", result.output))
         assert "--format" in named, result.output

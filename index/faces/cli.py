@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -9,6 +10,7 @@ import logging
 import os
 import secrets
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -17,7 +19,16 @@ from typing import Any, TypeVar, cast
 import click
 
 import cards
-from index import FORMATS, Workspace, WorkspaceError, tool_schemas
+from index import (
+    FORMATS,
+    TOOL_NAMES,
+    StoreError,
+    Workspace,
+    WorkspaceError,
+    tool_schemas,
+)
+from index._tools import tool_spec
+from index.store._home import check_home
 from placeholders import (
     DEFAULT_MIN_CHARS,
     AgeUnit,
@@ -70,7 +81,10 @@ def emit_json(value: Any) -> None:
     "roots",
     multiple=True,
     type=click.Path(file_okay=False),
-    help="A folder the file tools may read (repeatable; default: the current directory).",
+    help=(
+        "A folder the file tools may read (repeatable; default: the current directory, "
+        "except for `serve`, which then reads only the roots its MCP client offers)."
+    ),
 )
 @click.option(
     "--conversation",
@@ -83,27 +97,47 @@ def cli(
     ctx: click.Context, home: str, roots: tuple[str, ...], conversations: tuple[str, ...]
 ) -> None:
     """Keep what an agent replays to its model lean, without losing a byte."""
-    ctx.obj = Settings(home=home, roots=roots or (os.getcwd(),), conversations=conversations)
+    ctx.obj = Settings(home=home, roots=roots, conversations=conversations)
+
+
+def error_json(message: str, kind: str) -> str:
+    return json.dumps({"error": message, "type": kind}, ensure_ascii=False)
 
 
 def library_errors(fn: F) -> F:
-    """Turn library errors into one clear line and a non-zero exit."""
+    """Turn library errors into one clear line and a non-zero exit (with ``--json``, the
+    line is ``{"error": ..., "type": ...}`` on stdout)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except (WorkspaceError, PlaceholderError, cards.CardError) as exc:
+            if kwargs.get("as_json"):
+                click.echo(error_json(str(exc), type(exc).__name__))
+                sys.exit(1)
             raise click.ClickException(str(exc)) from None
+        except click.ClickException as exc:
+            if kwargs.get("as_json"):
+                click.echo(error_json(exc.format_message(), type(exc).__name__))
+                sys.exit(exc.exit_code)
+            raise
 
     return cast(F, wrapper)
 
 
-def workspace(ctx: click.Context) -> Workspace:
+def workspace(ctx: click.Context, *, cwd_is_root: bool = True) -> Workspace:
+    """The workspace of the command line's settings; without --root the file tools read the
+    current directory, unless ``cwd_is_root`` is False (`serve`: the client's roots)."""
     settings = ctx.find_object(Settings)
     if settings is None:  # only when a command is invoked outside the `leanreplay` group
         raise click.UsageError("run this command through `leanreplay`")
-    ws = Workspace(settings.home, settings.roots, conversations=settings.conversations or None)
+    try:
+        check_home(settings.home)
+    except StoreError as exc:
+        raise StoreError(f"--home {settings.home}: {exc}") from None
+    roots = settings.roots or ((os.getcwd(),) if cwd_is_root else ())
+    ws = Workspace(settings.home, roots, conversations=settings.conversations or None)
     for notice in ws.notices:
         click.echo(f"warning: {notice}", err=True)
     return ws
@@ -140,8 +174,11 @@ def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) 
         try:
             c = cards.card_for(path)
         except cards.CardError as exc:
-            click.echo(f"Error: {exc}", err=True)
             failed = True
+            if as_json:
+                results.append({"path": path, "error": str(exc), "type": type(exc).__name__})
+            else:
+                click.echo(f"Error: {exc}", err=True)
             continue
         if as_json:
             results.append(c.to_dict())
@@ -180,7 +217,10 @@ def ingest(
         )
         sizes = {cid: ws.info(cid).messages for cid in report}
     if len(report.files) == 1 and not report.ok:
-        raise click.ClickException(str(report.files[0].error or report.files[0].reason))
+        error = report.files[0].error
+        if isinstance(error, WorkspaceError):
+            raise error  # one line, or {"error", "type"} JSON with --json
+        raise click.ClickException(str(error or report.files[0].reason))
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -204,6 +244,10 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
             [{"conversation_id": i.id, "messages": i.messages, "format": i.format} for i in infos]
         )
         return
+    if not infos:
+        settings = ctx.find_object(Settings)
+        home = settings.home if settings else "the home"
+        click.echo(f"no conversations stored in {home}; import one with `leanreplay ingest FILE`")
     for info in infos:
         click.echo(f"{info.id}\t{info.messages} messages\t{info.format or ''}")
 
@@ -241,6 +285,11 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
     default=None,
     help="When TARGET is a log file: store its conversation under this id.",
 )
+@click.option(
+    "--no-store",
+    is_flag=True,
+    help="Replay a log FILE without storing it (by default it is stored in the home).",
+)
 @json_option
 @click.pass_context
 @library_errors
@@ -253,9 +302,11 @@ def replay_command(
     keep: int | None,
     fmt: str,
     conversation_id: str | None,
+    no_store: bool,
     as_json: bool,
 ) -> None:
-    """Print the lean replay of TARGET (a stored conversation id, or a log file to ingest)."""
+    """Print the lean replay of TARGET (a stored conversation id, or a log file, which is
+    stored first unless --no-store)."""
     base = ReplayPolicy.seed() if seed else ReplayPolicy(age_unit=cast(AgeUnit, age_unit))
     options: dict[str, Any] = {"min_chars": min_chars}
     if keep is not None:
@@ -263,17 +314,35 @@ def replay_command(
             "keep_user_exchanges" if base.age_unit == "user_exchange" else "keep_assistant_turns"
         ] = keep
     policy = dataclasses.replace(base, **options)
-    with workspace(ctx) as ws:
-        if os.path.isfile(target):
-            ids = list(ws.ingest(target, format=fmt, conversation_id=conversation_id))
-        elif conversation_id is not None or fmt != "auto":
-            raise click.UsageError(
-                "--conversation-id and --format apply when TARGET is a log file; "
-                f"there is no file {target!r}"
+    is_file = os.path.isfile(target)
+    if not is_file and (conversation_id is not None or fmt != "auto"):
+        raise click.UsageError(
+            "--conversation-id and --format apply when TARGET is a log file; "
+            f"there is no file {target!r}"
+        )
+    with contextlib.ExitStack() as stack:
+        if is_file and no_store:
+            ws = stack.enter_context(
+                Workspace(stack.enter_context(tempfile.TemporaryDirectory(prefix="leanreplay-")))
             )
+        else:
+            ws = stack.enter_context(workspace(ctx))
+        if is_file:
+            ids = list(ws.ingest(target, format=fmt, conversation_id=conversation_id))
         else:
             ids = [target]
         results = {cid: ws.replay(cid, policy) for cid in ids}
+        if is_file:
+            # On stderr: stdout stays the replay (and valid JSON with --json).
+            for cid in ids:
+                count = ws.info(cid).messages
+                click.echo(
+                    f"not stored ({count} messages): --no-store"
+                    if no_store
+                    else f"stored conversation {cid!r} ({count} messages) in {ws.home}; "
+                    f"replay it again with `leanreplay replay {cid}`",
+                    err=True,
+                )
     if as_json:
         if len(results) == 1:
             (result,) = results.values()
@@ -319,7 +388,17 @@ def search(
         click.echo(f"    {hit['read']}")
 
 
-@cli.command()
+class ToolsHelp(click.Command):
+    """A command whose help ends with the list of tools and what each does."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Tools"):
+            formatter.write_dl([(name, tool_spec(name).description) for name in TOOL_NAMES])
+        formatter.write_paragraph()
+        formatter.write_text("Each tool's arguments: `leanreplay tools --format mcp`.")
+
+
+@cli.command(cls=ToolsHelp)
 @click.argument("tool")
 @click.argument("arguments", default="{}")
 @click.pass_context
@@ -411,8 +490,19 @@ def serve(
     allowed_origins: tuple[str, ...],
     upstream_config: str | None,
 ) -> None:
-    """Run the MCP server over stdio (default) or streamable HTTP (--http)."""
+    """Run the MCP server over stdio (default) or streamable HTTP (--http).
+
+    Without --root, the file tools read only the folders the client offers as MCP roots.
+    """
     server = _server_module()
+    if (
+        http_address is None
+        and ctx.get_parameter_source("token") is click.core.ParameterSource.COMMANDLINE
+    ):
+        raise click.ClickException(
+            "--token is for --http; over stdio the client starts the server itself and "
+            "no token is needed"
+        )
     from index.faces import gateway
 
     specs = gateway.read_config(upstream_config) if upstream_config is not None else None
@@ -435,6 +525,13 @@ def serve(
                 f"{server.MIN_TOKEN_CHARS}; use a long random one (openssl rand -hex 32), or "
                 "give none to have one generated"
             )
+        try:
+            sock = server.bind(host, port)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot serve on {http_address}: {exc.strerror or exc}; is another server "
+                "using the port? pick another one"
+            ) from None
         if token is None and not no_auth:
             token = secrets.token_urlsafe(32)
             click.echo(
@@ -448,20 +545,35 @@ def serve(
                 "prefer an SSH tunnel or a TLS proxy",
                 err=True,
             )
-    ws = workspace(ctx)
+    ws = workspace(ctx, cwd_is_root=False)
+    settings = ctx.find_object(Settings)
+    client_roots = not (settings and settings.roots) and specs is None
+    if client_roots:
+        click.echo(
+            "leanreplay: no --root given: the file tools serve no files until the client "
+            "provides roots (MCP roots/list); pass --root DIR to serve a folder",
+            err=True,
+        )
+    elif not (settings and settings.roots):
+        click.echo(
+            "leanreplay: no --root given: the gateway's file tools serve no files; pass "
+            "--root DIR to serve a folder",
+            err=True,
+        )
     if http_address is None:
         if specs is not None:
             gateway.serve_gateway_stdio(ws, specs)
         else:
-            server.serve_stdio(ws)
+            server.serve_stdio(ws, client_roots=client_roots)
         return
     policy = server.HttpPolicy.for_bind(host, port, allowed_hosts, allowed_origins)
     click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
     bearer = None if no_auth else token
     if specs is not None:
+        sock.close()  # the gateway binds its own; the check above already proved the port free
         gateway.serve_gateway_http(ws, specs, host, port, bearer, policy)
     else:
-        server.serve_http(ws, host, port, bearer, policy)
+        server.serve_http(ws, host, port, bearer, policy, client_roots=client_roots, sock=sock)
 
 
 @cli.command()

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import importlib.metadata
 import io
 import ipaddress
 import json
 import os
 import re
+import socket
+import urllib.parse
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -30,16 +34,21 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_REQUEST,
     CallToolResult,
     ErrorData,
     ImageContent,
+    InputRequiredResult,
     JSONRPCError,
+    ListRootsRequest,
+    ListRootsResult,
     TextContent,
     ToolAnnotations,
 )
+from mcp_types.version import is_version_at_least
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import cards
@@ -56,6 +65,7 @@ __all__ = [
     "HostOriginMiddleware",
     "HttpPolicy",
     "WorkspaceServer",
+    "bind",
     "build_server",
     "is_loopback",
     "serve_http",
@@ -97,12 +107,48 @@ def _content(name: str, result: Any) -> list[TextContent | ImageContent]:
     return [TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
 
 
-class WorkspaceServer(MCPServer):
-    """An MCP server whose tools are the read-only tools of one `Workspace`."""
+NO_CLIENT_ROOTS = (
+    "this server was started without --root, so the file tools read only the folders the "
+    "client offers as MCP roots, and this client offers none; add a folder to the client's "
+    "roots, or restart the server with --root DIR"
+)
 
-    def __init__(self, workspace: Workspace, *, instructions: str = INSTRUCTIONS) -> None:
-        super().__init__(name="leanreplay", instructions=instructions)
+
+def _reads_files(name: str) -> bool:
+    return "path" in tool_spec(name).arguments.model_fields
+
+
+def _root_paths(result: ListRootsResult) -> list[str]:
+    """Local folders of ``file://`` roots (others, such as ``https://``, name no folder)."""
+    paths = []
+    for root in result.roots:
+        uri = urllib.parse.urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+            paths.append(urllib.parse.unquote(uri.path))
+    return paths
+
+
+class WorkspaceServer(MCPServer):
+    """An MCP server whose tools are the read-only tools of one `Workspace`.
+
+    With ``client_roots``, the file tools read the folders the client offers through the MCP
+    roots protocol instead of the workspace's: asked for on every file tool call (a
+    ``roots/list`` request, or on 2026-07-28 sessions an ``input_required`` round), so a
+    change the client announces with ``notifications/roots/list_changed`` holds from the next
+    call on. A client that offers no roots gets an error that says how to give the server
+    folders.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        instructions: str = INSTRUCTIONS,
+        client_roots: bool = False,
+    ) -> None:
+        super().__init__(name="leanreplay", instructions=instructions, version=_version())
         self.workspace = workspace
+        self.client_roots = client_roots
         for name in TOOL_NAMES:
             self.add_tool(
                 getattr(workspace, name),
@@ -118,6 +164,12 @@ class WorkspaceServer(MCPServer):
         """Run a workspace tool through `Workspace.call` (validation, hooks, errors)."""
         if name not in TOOL_NAMES:
             return await super().call_tool(name, arguments, context)
+        roots: list[str] | None = None
+        if self.client_roots and _reads_files(name):
+            asked = await self._roots_of_client(context)
+            if isinstance(asked, InputRequiredResult):
+                return asked
+            roots = asked
         token = anyio.lowlevel.current_token()
 
         def progress(done: int, total: int, message: str) -> None:
@@ -128,7 +180,7 @@ class WorkspaceServer(MCPServer):
                 anyio.from_thread.run(context.report_progress, done, total, message, token=token)
 
         def run() -> Any:
-            return self.workspace.call(name, arguments, progress=progress)
+            return self.workspace.call(name, arguments, progress=progress, roots=roots)
 
         try:
             result = await anyio.to_thread.run_sync(run)
@@ -140,6 +192,30 @@ class WorkspaceServer(MCPServer):
                 "this is a leanreplay bug, please report it"
             ) from None
         return CallToolResult(content=list(_content(name, result)))
+
+    async def _roots_of_client(
+        self, context: Context[Any, Any] | None
+    ) -> list[str] | InputRequiredResult:
+        capabilities = context.client_capabilities if context is not None else None
+        if context is None or capabilities is None or capabilities.roots is None:
+            raise ToolError(NO_CLIENT_ROOTS)
+        version = context.protocol_version
+        if version is not None and is_version_at_least(version, "2026-07-28"):
+            # No server-to-client requests on these sessions: ask in an input_required round.
+            answer = (context.input_responses or {}).get("roots")
+            if not isinstance(answer, ListRootsResult):
+                return InputRequiredResult(input_requests={"roots": ListRootsRequest()})
+            result = answer
+        else:
+            # Roots are deprecated by the 2026-07-28 revision, but they are how today's
+            # desktop clients (Claude Desktop, Claude Code, Cursor) say which folders are theirs.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                result = await context.session.list_roots()
+        paths = _root_paths(result)
+        if not paths:
+            raise ToolError(NO_CLIENT_ROOTS.replace("offers none", "offers no local folder"))
+        return paths
 
     async def run_stdio_async(self) -> None:
         """Serve MCP over stdin and stdout, with frames capped at `MAX_STDIO_FRAME_BYTES`.
@@ -227,13 +303,21 @@ class _CappedLines:
             yield line.decode("utf-8", "replace")
 
 
-def build_server(workspace: Workspace) -> MCPServer:
-    """An MCP server exposing every tool of ``workspace``, all read-only."""
-    return WorkspaceServer(workspace)
+def _version() -> str:
+    try:
+        return importlib.metadata.version("leanreplay")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "0+unknown"
 
 
-def serve_stdio(workspace: Workspace) -> None:
-    build_server(workspace).run("stdio")
+def build_server(workspace: Workspace, *, client_roots: bool = False) -> MCPServer:
+    """An MCP server exposing every tool of ``workspace``, all read-only; with
+    ``client_roots`` the file tools read the roots the client offers (see `WorkspaceServer`)."""
+    return WorkspaceServer(workspace, client_roots=client_roots)
+
+
+def serve_stdio(workspace: Workspace, *, client_roots: bool = False) -> None:
+    build_server(workspace, client_roots=client_roots).run("stdio")
 
 
 MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
@@ -372,24 +456,47 @@ class BearerTokenMiddleware:
 
 
 def http_app(
-    workspace: Workspace, token: str | None, policy: HttpPolicy, server: MCPServer | None = None
+    workspace: Workspace,
+    token: str | None,
+    policy: HttpPolicy,
+    server: MCPServer | None = None,
+    *,
+    client_roots: bool = False,
 ) -> Any:
     """The streamable-HTTP ASGI app at ``/mcp`` of ``server`` (the workspace's own by
     default): Host and Origin checked by ``policy``, then a bearer token unless None."""
     # The SDK's own Host check knows only fixed loopback names; ours replaces it.
     unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    mcp = server if server is not None else build_server(workspace)
+    mcp = server if server is not None else build_server(workspace, client_roots=client_roots)
     app: ASGIApp = mcp.streamable_http_app(transport_security=unchecked)
     if token is not None:
         app = BearerTokenMiddleware(app, token)
     return HostOriginMiddleware(app, policy)
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says "serving" (a taken port fails here).
+
+    Raises:
+        OSError: the address is taken or cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family)
+
+
 def serve_http(
-    workspace: Workspace, host: str, port: int, token: str | None, policy: HttpPolicy
+    workspace: Workspace,
+    host: str,
+    port: int,
+    token: str | None,
+    policy: HttpPolicy,
+    *,
+    client_roots: bool = False,
+    sock: socket.socket | None = None,
 ) -> None:
     import uvicorn
 
-    app = http_app(workspace, token, policy)
+    app = http_app(workspace, token, policy, client_roots=client_roots)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    anyio.run(uvicorn.Server(config).serve)
+    server = uvicorn.Server(config)
+    anyio.run(server.serve, None if sock is None else [sock])

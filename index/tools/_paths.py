@@ -165,7 +165,8 @@ def _inside(root: str, path: str) -> bool:
 def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
     """Open ``path`` read-only if it is a regular file inside one of ``roots``.
 
-    Relative paths resolve against the first root, never the process's working directory.
+    A relative path resolves against the first root that has it (roots in order), never
+    the process's working directory; when none has it, the error names every place tried.
     """
     if not isinstance(path, str) or not path:
         raise InvalidArgumentError("path must be a non-empty string")
@@ -173,7 +174,17 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
         raise InvalidArgumentError(f"path is not a valid file name: {path[:80]!r}")
     if not roots:
         raise OutsideRootsError("no roots are configured; start the workspace with --root DIR")
-    joined = path if os.path.isabs(path) else os.path.join(roots[0], path)
+    if os.path.isabs(path):
+        joined = path
+    else:
+        tried = [os.path.join(r, path) for r in roots]
+        found = next((t for t in tried if os.path.lexists(t)), None)
+        if found is None:
+            raise NotFoundError(
+                f"no file {path!r} in any root; tried {', '.join(map(repr, tried))}; check "
+                "the name, or pass an absolute path inside a root"
+            )
+        joined = found
     try:
         real = os.path.realpath(joined)
     except OSError as exc:  # a link that changed while it was being resolved
