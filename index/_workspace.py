@@ -30,6 +30,7 @@ from placeholders import (
     call_with_overflow_retry,
     compact_turn,
     content_chars,
+    fold_boundary,
     read_call,
     result_slots,
 )
@@ -245,6 +246,7 @@ class Workspace:
         conversation_id: str | None = None,
         errors: Literal["raise", "report"] = "raise",
         progress: Callable[[int, int, str], None] | None = None,
+        fold: bool = True,
     ) -> IngestReport:
         """Import agent logs (see `FORMATS`): files, globs and folders (every file with a log
         suffix under it, recursively, in sorted order). A Claude Code project folder gives
@@ -261,6 +263,9 @@ class Workspace:
                 (the one error itself, or `IngestError` with the ``report``); ``"report"``:
                 return the report with the refusals in it.
             progress: called with (files done, files in all, path) before each file.
+            fold: fold the new messages as if they had been appended one at a time (one
+                fold each time the unsummarized part crosses the threshold; see `append`).
+                False, or ``auto_fold=False`` on the workspace, leaves folding to `fold`.
 
         Raises:
             ImportFormatError: a file is not in the format given or detected, or it
@@ -289,7 +294,9 @@ class Workspace:
                 error = ImportFormatError(f"{path}: {problem}")
                 reports.append(FileReport(path, "refused", reason=problem, error=error))
                 continue
-            reports.append(self._ingest_file(path, in_folder, format, conversation_id))
+            reports.append(
+                self._ingest_file(path, in_folder, format, conversation_id, fold and self.auto_fold)
+            )
         if progress is not None:
             progress(len(files), len(files), "")
         report = IngestReport(tuple(reports))
@@ -305,7 +312,12 @@ class Workspace:
         return report
 
     def _ingest_file(
-        self, source: str, in_folder: bool, format: str, conversation_id: str | None
+        self,
+        source: str,
+        in_folder: bool,
+        format: str,
+        conversation_id: str | None,
+        fold: bool = False,
     ) -> FileReport:
         ids: list[str] = []
         added = 0
@@ -326,16 +338,17 @@ class Workspace:
                 stored = self.store.info(cid).messages if existed else 0
                 for message in item.messages[stored:]:
                     saved(message)
-                added += len(
-                    self.store.ingest(
-                        cid,
-                        item.messages,
-                        source=source,
-                        format=item.format,
-                        notes=item.notes,
-                        attachments=saved,
-                    )
+                fresh = self.store.ingest(
+                    cid,
+                    item.messages,
+                    source=source,
+                    format=item.format,
+                    notes=item.notes,
+                    attachments=saved,
                 )
+                added += len(fresh)
+                if fold and fresh:
+                    self._fold_as_appended(cid, len(fresh))
                 new = new or not existed
                 ids.append(cid)
                 notes += item.notes
@@ -349,6 +362,33 @@ class Workspace:
         status: IngestStatus = "imported" if new else "appended" if added else "unchanged"
         fmt = formats[0] if formats else None
         return FileReport(source, status, tuple(ids), added, fmt, tuple(dict.fromkeys(notes)))
+
+    def _fold_as_appended(self, cid: str, new: int) -> list[FoldResult]:
+        """Fold the last ``new`` messages of a conversation as `append` would have, had they
+        arrived one at a time: wherever one takes the unsummarized part past the threshold,
+        the conversation as it stood then folds (once; a fold that finds no legal boundary is
+        tried again at the next message, as `append` does)."""
+        messages = self.messages(cid)
+        sizes = [content_chars(m) for m in messages]
+        first = len(messages) - new
+        fold = self.store.fold(cid)
+        start = fold.through_seq if fold else 0
+        unsummarized = sum(sizes[start:first])
+        folds = []
+        for end in range(first + 1, len(messages) + 1):
+            unsummarized += sizes[end - 1]
+            if unsummarized <= self.fold_policy.threshold_chars:
+                continue
+            if fold_boundary(messages[:end], start, self.fold_policy)[0] is None:
+                continue  # what fold_conversation would find, without reading the store
+            result = fold_conversation(
+                self.store, cid, self.fold_policy, self.summarizer, self.home, end=end
+            )
+            if result.folded and result.summarized_through_message is not None:
+                folds.append(result)
+                start = result.summarized_through_message
+                unsummarized = sum(sizes[start:end])
+        return folds
 
     def append(self, conversation_id: str, message: Mapping[str, Any]) -> str:
         """Store one message at the end of a conversation (created if new); returns its id.

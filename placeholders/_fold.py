@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import PlaceholderError
-from ._replay import read_call
+from ._replay import call_inputs, read_call
 from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
 DEFAULT_FOLD_THRESHOLD_CHARS = 120_000
 DEFAULT_KEEP_LAST = 8
 DEFAULT_MAX_SUMMARY_CHARS = 6_000
-_ITEM_CHARS = 240  # one line of the offline summary
 
 
 class SummarizerError(PlaceholderError):
@@ -99,37 +99,122 @@ class Summarizer(Protocol):
 
 
 class OfflineSummarizer:
-    """Deterministic, model-free summary: the previous summary, then each user request, each
-    tool call and each assistant conclusion in order, with message ids, cut to fit."""
+    """Deterministic, model-free summary of what a reader needs to continue: every genuine
+    user request (its head), the files and commands the assistant touched (deduplicated,
+    with counts), the errors met, and the last answer of each exchange, with message ids;
+    the previous summary first. Heads shrink until it fits ``max_chars``."""
 
     def __call__(
         self, previous: str | None, messages: Sequence[Mapping[str, Any]], *, max_chars: int
     ) -> str:
-        items: list[str] = []
+        facts = _Facts(messages)
+        earlier = (previous or "").strip()
+        if len(earlier) > max_chars // 3:
+            earlier = earlier[: max_chars // 3 - 4].rstrip() + " ..."
+        head = f"{earlier}\n\n" if earlier else ""
+        room = max_chars - len(head)
+        for scale, keep in [(x, None) for x in (1.0, 0.6, 0.4, 0.25, 0.15, 0.1)] + [
+            (0.1, k) for k in (40, 20, 10, 4)
+        ]:
+            body = facts.render(scale, keep)
+            if len(body) <= room:
+                return head + body
+        return (head + body)[: max_chars - 4].rstrip() + " ..."
+
+
+_FILE_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
+_ERROR_HINTS = ("Traceback (most recent call last)", "Error:", "error:", "ERROR", "Exception")
+
+
+class _Facts:
+    """What the offline summary says, gathered once from the folded originals."""
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.requests: list[tuple[str, str]] = []
+        self.answers: list[tuple[str, str]] = []  # the last answer of each exchange
+        self.files: dict[str, Counter[str]] = {}
+        self.commands: Counter[str] = Counter()
+        self.errors: dict[tuple[str, str], str] = {}  # (tool, head) -> message id
+        names: dict[str, str] = {}
+        last_answer: tuple[str, str] | None = None
         for message in messages:
-            mid = message.get("id", "?")
+            mid = str(message.get("id", "?"))
             if is_genuine_user(message):
-                items.append(f"- [{mid}] user asked: {one_line(text_of(message), _ITEM_CHARS)}")
+                if last_answer:
+                    self.answers.append(last_answer)
+                last_answer = None
+                self.requests.append((mid, text_of(message)))
             elif message.get("role") == "assistant":
-                calls = [f"{name} ({cid})" for cid, name in tool_calls(message)]
-                if calls:
-                    items.append(f"- [{mid}] assistant called {', '.join(calls)}")
+                names.update(tool_calls(message))
+                for call_id, value in call_inputs(message):
+                    self._touch(names.get(call_id, "unknown"), value)
                 text = text_of(message)
                 if text.strip():
-                    items.append(f"- [{mid}] assistant: {one_line(text, _ITEM_CHARS)}")
-            elif result_slots(message):
-                errors = sum(1 for s in result_slots(message) if s.is_error)
-                if errors:
-                    items.append(f"- [{mid}] {errors} tool result(s) were errors")
-        head = f"{previous.strip()}\n" if previous and previous.strip() else ""
-        body = "\n".join(items)
-        summary = head + body
-        if len(summary) <= max_chars:
-            return summary
-        # Over budget: keep the oldest context (the task) and the newest items, drop the middle.
-        marker = "\n- ... (earlier items omitted; use conversation_search) ...\n"
-        room = max_chars - len(marker)
-        return summary[: room // 3] + marker + summary[-(room - room // 3) :]
+                    last_answer = (mid, text)
+            for slot in result_slots(message):
+                text = slot.text()
+                if slot.is_error or any(hint in text[:400] for hint in _ERROR_HINTS):
+                    key = (names.get(slot.tool_call_id, "unknown"), one_line(text, 400))
+                    self.errors.setdefault(key, mid)
+        if last_answer:
+            self.answers.append(last_answer)
+
+    def _touch(self, tool: str, value: Any) -> None:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return
+        if not isinstance(value, Mapping):
+            return
+        for key in _FILE_KEYS:
+            path = value.get(key)
+            if isinstance(path, str) and path.strip():
+                self.files.setdefault(path.strip(), Counter())[tool] += 1
+        command = value.get("command") or value.get("cmd")
+        if isinstance(command, str) and command.strip():
+            self.commands[one_line(command, 400)] += 1
+
+    def render(self, scale: float, keep: int | None = None) -> str:
+        """The summary with heads cut to ``scale`` of their full length; with ``keep``, only
+        the first two and the last ``keep - 2`` user requests, the rest counted."""
+
+        def cut(n: int) -> int:  # a head length
+            return max(24, int(n * scale))
+
+        def few(n: int) -> int:  # a number of lines
+            return max(3, int(n * scale))
+
+        parts: list[str] = []
+        if self.requests:
+            parts.append("User requests:")
+            requests = [f"- [{mid}] {one_line(text, cut(240))}" for mid, text in self.requests]
+            if keep is not None and len(requests) > keep:
+                omitted = len(requests) - keep
+                marker = f"- ... ({omitted} earlier items omitted; use conversation_search) ..."
+                requests = [*requests[:2], marker, *requests[-(keep - 2) :]]
+            parts += requests
+        if self.files:
+            ranked = sorted(self.files.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+            parts.append(f"Files touched ({len(ranked)}):")
+            for path, tools in ranked[: few(30)]:
+                uses = ", ".join(f"{tool} x{n}" for tool, n in sorted(tools.items()))
+                parts.append(f"- {one_line(path, cut(160))} ({uses})")
+        if self.commands:
+            ranked_commands = sorted(self.commands.items(), key=lambda kv: (-kv[1], kv[0]))
+            runs = sum(self.commands.values())
+            parts.append(f"Commands run ({runs}, {len(ranked_commands)} distinct):")
+            for command, n in ranked_commands[: few(20)]:
+                parts.append(f"- {one_line(command, cut(120))}" + (f" (x{n})" if n > 1 else ""))
+        if self.errors:
+            parts.append(f"Errors met ({len(self.errors)}):")
+            for (tool, text), mid in list(self.errors.items())[-few(12) :]:
+                parts.append(f"- [{mid}] {tool}: {one_line(text, cut(160))}")
+        if self.answers:
+            parts.append("Answers (the last of each exchange):")
+            for mid, text in self.answers[-few(20) :]:
+                parts.append(f"- [{mid}] {one_line(text, cut(300))}")
+        return "\n".join(parts)
 
 
 class CallableSummarizer:

@@ -131,6 +131,25 @@ def test_home_from_environment(tmp_path: Path) -> None:
     assert (tmp_path / "store.sqlite3").is_file()
 
 
+def test_ingest_folds_a_long_log_unless_told_not_to(tmp_path: Path) -> None:
+    log = tmp_path / "long.jsonl"
+    lines = []
+    for i in range(50):
+        lines += [
+            {"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": f"answer {i} " + "z" * 3000},
+        ]
+    log.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    assert run(tmp_path / "a", "ingest", str(log))[0] == 0
+    out = run(tmp_path / "a", "fold", "long", "--json")[1]
+    assert json.loads(out)["folded"] is False  # ingest folded it already: nothing more to do
+    out = run(tmp_path / "a", "replay", "long", "--json")[1]
+    assert json.loads(out)["messages"][0]["content"].startswith("[Summary of the earlier")
+    assert run(tmp_path / "b", "ingest", "--no-fold", str(log))[0] == 0
+    out = run(tmp_path / "b", "replay", "long", "--json")[1]
+    assert json.loads(out)["messages"][0]["content"] == "question 0"
+
+
 def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> None:
     log = tmp_path / "long.jsonl"
     lines = []
@@ -140,7 +159,7 @@ def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> Non
             {"role": "assistant", "content": f"answer {i} " + "z" * 3000},
         ]
     log.write_text("".join(json.dumps(m) + "\n" for m in lines))
-    assert run(tmp_path, "ingest", str(log))[0] == 0
+    assert run(tmp_path, "ingest", "--no-fold", str(log))[0] == 0
     code, out = run(tmp_path, "fold", "long")
     assert code == 0
     assert out.startswith("folded ")

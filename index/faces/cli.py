@@ -196,11 +196,21 @@ def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) 
 @click.option(
     "--conversation-id", default=None, help="Store the one file's conversation under this id."
 )
+@click.option(
+    "--no-fold",
+    is_flag=True,
+    help="Do not fold a long log as it is imported (fold it later with `fold`).",
+)
 @json_option
 @click.pass_context
 @library_errors
 def ingest(
-    ctx: click.Context, paths: tuple[str, ...], fmt: str, conversation_id: str | None, as_json: bool
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    fmt: str,
+    conversation_id: str | None,
+    no_fold: bool,
+    as_json: bool,
 ) -> None:
     """Import agent logs: files, globs and folders (JSON/JSONL messages, OpenAI Responses
     items, Claude Code, mini-swe-agent, tau-bench). A folder gives every log under it, so a
@@ -213,7 +223,12 @@ def ingest(
                 bar(done, total, os.path.basename(path))
 
         report = ws.ingest(
-            *paths, format=fmt, conversation_id=conversation_id, errors="report", progress=progress
+            *paths,
+            format=fmt,
+            conversation_id=conversation_id,
+            errors="report",
+            progress=progress,
+            fold=not no_fold,
         )
         sizes = {cid: ws.info(cid).messages for cid in report}
     if len(report.files) == 1 and not report.ok:

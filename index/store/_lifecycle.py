@@ -69,14 +69,21 @@ def _digest(text: str) -> str:
 
 
 def fold_conversation(
-    store: Store, cid: str, policy: FoldPolicy, summarize: Summarizer, home: str
+    store: Store,
+    cid: str,
+    policy: FoldPolicy,
+    summarize: Summarizer,
+    home: str,
+    *,
+    end: int | None = None,
 ) -> FoldResult:
-    """Fold a stored conversation's old prefix into its summary (see `Workspace.fold`)."""
+    """Fold a stored conversation's old prefix into its summary (see `Workspace.fold`); with
+    ``end``, fold it as it stood when it held its first ``end`` messages."""
     with file_lock(os.path.join(home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
         if not mine:
             return FoldResult(False, "another fold of this conversation is running")
         previous = store.fold(cid)
-        stored = store.messages(cid)
+        stored = store.messages(cid)[:end]
         messages = [m.message() for m in stored]
         start = previous.through_seq if previous else 0
         step = _fold_step(messages, previous, policy, summarize)

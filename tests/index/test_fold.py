@@ -121,7 +121,7 @@ def test_fold_then_replay_has_preamble_ack_and_tail(tmp_path: Path) -> None:
         assert is_genuine_user(replayed[3])
         assert check_pairing(replayed) == []
         # The summary names what was folded, by message id.
-        assert "[m2] user asked: request 0" in result.summary
+        assert "User requests:\n- [m2] request 0" in result.summary
         # Every original is still there and readable.
         assert len(ws.messages("c")) == 25
         assert ws.conversation_read("c", "m4")["content"].startswith("out0 ")

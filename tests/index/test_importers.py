@@ -14,6 +14,7 @@ from placeholders import (
     ReplayPolicy,
     call_inputs,
     check_pairing,
+    content_chars,
     is_genuine_user,
     is_placeholder,
     replay,
@@ -134,7 +135,13 @@ def test_real_claude_code_session_facts(real_home: tuple[Path, dict[str, list[st
         messages = ws.messages(cid)
         # Records sharing message.id were merged: no two assistants in a row from one API call.
         assert sum(is_genuine_user(m) for m in messages) >= 10
-        assert ws.replay(cid).placeholders > 0
+        # Ingest folds the 215k-char session as if it had been appended message by message.
+        fold = ws.fold_state(cid)
+        assert fold is not None
+        assert fold["generation"] >= 1
+        lean = ws.replay(cid)
+        assert lean.messages[0]["content"].startswith("[Summary of the earlier conversation")
+        assert lean.chars_out < sum(content_chars(m) for m in messages) / 2
 
 
 def test_subagent_log_becomes_its_own_conversation(

@@ -171,7 +171,7 @@ def test_summary_and_continuation_reminder() -> None:
         in reminder
     )
     assert "- [m5] image in the result of s1" in reminder
-    assert "[m1] user asked: Fix the build." in reminder  # the summarizer's narrative
+    assert "User requests: - [m1] Fix the build." in reminder  # the summarizer's narrative
     assert "Continue from REMAINING" in reminder
     assert check_pairing(result.messages) == []
 
