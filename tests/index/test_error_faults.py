@@ -372,3 +372,59 @@ def test_a_full_or_read_only_home_still_reads_and_refuses_writes_clearly(
     assert is_error
     assert reason in text, text
     assert "leanreplay bug" not in text
+
+
+_FILL_WHILE_OPEN = """
+import json, os, sys
+from index import Workspace, WorkspaceError
+home = sys.argv[1]
+ws = Workspace(home)
+ws.append("c", {"role": "user", "content": "first"})
+try:
+    with open(os.path.join(home, "filler"), "wb") as f:
+        while True:
+            f.write(bytes(65536))
+            f.flush()
+except OSError:
+    pass
+errors = []
+for _ in range(3):
+    try:
+        ws.append("c", {"role": "user", "content": "x" * 200_000})
+        errors.append(None)
+    except WorkspaceError as exc:
+        errors.append(type(exc).__name__ + ": " + str(exc))
+print(json.dumps({"errors": errors, "kept": [m["content"] for m in ws.messages("c")]}))
+"""
+
+
+def test_a_disk_that_fills_under_an_open_store_refuses_writes_and_keeps_what_was_stored(
+    tmp_path: Path,
+) -> None:
+    if not _can_mount():
+        pytest.skip("mounting a small tmpfs needs a private mount namespace (root)")
+    home = tmp_path / "home"
+    home.mkdir()
+    script = tmp_path / "fill.py"
+    script.write_text(_FILL_WHILE_OPEN)
+    result = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount -t tmpfs -o size=2m tmpfs {home} && {sys.executable} {script} {home}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["kept"] == ["first"]
+    for error in out["errors"]:
+        assert error == (
+            "StoreError: nothing was stored: the disk holding the home is full; free space "
+            "and retry"
+        )
