@@ -74,3 +74,37 @@ def test_missing_transcripts_fail_the_run_under_ci(lone_checkout: Path) -> None:
     assert run.returncode != 0
     assert "CI=true but" in run.stdout + run.stderr
     assert "passed" not in run.stdout
+
+
+def test_the_whole_suite_collects_without_transcripts(tmp_path: Path) -> None:
+    """Every test module that uses the transcripts imports and parametrizes in a checkout with
+    no ../shared beside it (a parametrize id that reads the absent folder stops the whole run)."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    clone = tmp_path / "clone"
+    for name in tracked:
+        source = REPO / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, clone / name)
+    # The modules that touch the transcripts (the others cannot depend on the folder).
+    users = [
+        name
+        for name in tracked
+        if name.startswith("tests/")
+        and name.endswith(".py")
+        and "transcripts" in (REPO / name).read_text(encoding="utf-8")
+        and name not in ("tests/conftest.py", "tests/test_shared_transcripts.py")
+    ]
+    assert "tests/index/test_importers.py" in users
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *users],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

@@ -21,7 +21,7 @@ from placeholders import (
     result_slots,
 )
 from tests.builders import read_whole
-from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files
+from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files, transcript_id
 from tests.placeholders.test_replay import assert_prefix_extensions, parse_call, parse_part
 
 REAL_FILES = transcript_files()
@@ -95,7 +95,7 @@ REAL_POLICIES = [
 ]
 
 
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+@pytest.mark.parametrize("path", REAL_FILES, ids=transcript_id)
 def test_real_transcript_imports_replays_and_round_trips(
     real_home: tuple[Path, dict[str, list[str]]], path: Path
 ) -> None:
@@ -114,7 +114,7 @@ def test_real_transcript_imports_replays_and_round_trips(
                 assert json.dumps(again.messages) == json.dumps(result.messages)  # idempotent
 
 
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+@pytest.mark.parametrize("path", REAL_FILES, ids=transcript_id)
 def test_real_agent_loops_extend_their_requests_between_batches(
     real_home: tuple[Path, dict[str, list[str]]], path: Path
 ) -> None:
