@@ -24,6 +24,7 @@ from ._errors import (
     ConversationNotFoundError,
     FileChangedError,
     ImportFormatError,
+    IngestError,
     InvalidArgumentError,
     NotAFileError,
     NotFoundError,
@@ -36,7 +37,7 @@ from ._errors import (
 from ._tools import TOOL_NAMES, tool_schemas
 from ._workspace import FoldResult, Workspace
 from .store._importers import FORMATS
-from .store._ingest import FileReport, IngestError, IngestReport
+from .store._ingest import FileReport, IngestReport
 from .store._store import ConversationInfo
 
 __all__ = [

@@ -11,6 +11,8 @@ return it to the model as is.
     ├── WrongFileTypeError         e.g. pdf_read on something that is not a PDF
     ├── ConversationNotFoundError  unknown (or not allowed) conversation or message id
     ├── ImportFormatError          an input file is not in the format asked for or detected
+    │   ├── NotALogError           no known log format fits the file (format "auto")
+    │   └── IngestError            some files of an ingest were refused (``report`` says which)
     ├── BusyError                  another process holds the writer past the wait limit
     └── StoreError                 the store on disk is unusable
 """
@@ -18,14 +20,17 @@ return it to the model as is.
 from __future__ import annotations
 
 import errno
+from typing import Any
 
 __all__ = [
     "BusyError",
     "ConversationNotFoundError",
     "FileChangedError",
     "ImportFormatError",
+    "IngestError",
     "InvalidArgumentError",
     "NotAFileError",
+    "NotALogError",
     "NotFoundError",
     "OutsideRootsError",
     "PathError",
@@ -74,6 +79,18 @@ class ConversationNotFoundError(WorkspaceError):
 
 class ImportFormatError(WorkspaceError):
     """An input file is not in the format asked for or detected."""
+
+
+class NotALogError(ImportFormatError):
+    """No known log format fits the file (format "auto")."""
+
+
+class IngestError(ImportFormatError):
+    """Some files were refused; ``report`` (an `IngestReport`) says what happened to each."""
+
+    def __init__(self, message: str, report: Any) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class BusyError(WorkspaceError):

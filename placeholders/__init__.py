@@ -11,10 +11,7 @@ from ._compact import (
     CHARS_PER_TOKEN,
     FILL_MARGIN_TOKENS,
     CompactionResult,
-    call_with_overflow_retry,
     compact_turn,
-    continuation_allowed,
-    is_context_overflow,
     structured_summary,
 )
 from ._errors import InvalidMessagesError, PlaceholderError
@@ -30,6 +27,7 @@ from ._fold import (
     fold_boundary,
     folded_prefix,
 )
+from ._overflow import call_with_overflow_retry, continuation_allowed, is_context_overflow
 from ._pairing import SPLIT_KEY, STUB_TEXT, check_pairing, repair_pairing
 from ._payload import MESSAGE_KEYS, for_provider
 from ._replay import (

@@ -1,12 +1,14 @@
-"""Errors raised by `placeholders`.
+"""Errors raised by `placeholders`. Every message says what was wrong and how to fix it.
 
 PlaceholderError
-└── InvalidMessagesError   a message list is not in a shape replay understands
+├── InvalidMessagesError   a message list is not in a shape replay understands
+├── PairWindowError        a pair window argument is invalid; the window is unchanged
+└── SummarizerError        a summarizer failed, timed out or answered nothing usable
 """
 
 from __future__ import annotations
 
-__all__ = ["InvalidMessagesError", "PlaceholderError"]
+__all__ = ["InvalidMessagesError", "PairWindowError", "PlaceholderError", "SummarizerError"]
 
 
 class PlaceholderError(Exception):
@@ -15,3 +17,11 @@ class PlaceholderError(Exception):
 
 class InvalidMessagesError(PlaceholderError, ValueError):
     """A message list is not in a shape replay understands; the message says where."""
+
+
+class PairWindowError(PlaceholderError, ValueError):
+    """A pair window argument is invalid; the window is unchanged."""
+
+
+class SummarizerError(PlaceholderError):
+    """A summarizer failed, timed out or returned nothing usable; nothing was changed."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import PlaceholderError
+from ._errors import PlaceholderError, SummarizerError
 from ._replay import call_inputs, read_call
 from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
 
@@ -36,10 +36,6 @@ __all__ = [
 DEFAULT_FOLD_THRESHOLD_CHARS = 120_000
 DEFAULT_KEEP_LAST = 8
 DEFAULT_MAX_SUMMARY_CHARS = 6_000
-
-
-class SummarizerError(PlaceholderError):
-    """A summarizer failed, timed out or returned nothing usable; nothing was changed."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._errors import PlaceholderError
+from ._errors import PairWindowError
 from ._shapes import is_genuine_user
 
 __all__ = ["PairWindow", "PairWindowError", "last_turns"]
@@ -40,10 +40,6 @@ def last_turns(
                 break
             head.append(m)
     return head + list(messages[start:])
-
-
-class PairWindowError(PlaceholderError, ValueError):
-    """A pair window argument is invalid; the window is unchanged."""
 
 
 def _check_text(what: str, value: object, *, allow_blank: bool = False) -> str:

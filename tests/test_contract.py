@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,23 @@ def test_all_is_sorted_and_complete(name: str) -> None:
 @pytest.mark.parametrize("name", PACKAGES, ids=str)
 def test_package_ships_py_typed(name: str) -> None:
     assert (REPO / name / "py.typed").is_file()
+
+
+@pytest.mark.parametrize("name", PACKAGES, ids=str)
+def test_every_error_is_in_errors_and_in_its_tree(name: str) -> None:
+    # httpx's _exceptions.py: one module holds the package's errors, drawn as a tree.
+    errors = importlib.import_module(f"{name}._errors")
+    for path in (REPO / name).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Error"):
+                assert path.name == "_errors.py", f"{node.name} is defined in {path}"
+    classes = [
+        v for v in vars(errors).values() if inspect.isclass(v) and v.__module__ == errors.__name__
+    ]
+    assert classes
+    for cls in classes:
+        drawn = re.search(rf"^[ │├└─]*{cls.__name__}\b", errors.__doc__ or "", re.MULTILINE)
+        assert drawn, f"{cls.__name__} is not in the tree of {errors.__name__}"
 
 
 def _module_name(path: Path) -> str:

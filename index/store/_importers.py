@@ -18,7 +18,7 @@ from typing import Any
 
 from placeholders import SPLIT_KEY
 
-from .._errors import ImportFormatError, InvalidArgumentError
+from .._errors import ImportFormatError, InvalidArgumentError, NotALogError
 
 __all__ = [
     "FORMATS",
@@ -42,10 +42,6 @@ _CLAUDE_INJECTED = (
     "<local-command-stdout>",
     "<local-command-stderr>",
 )
-
-
-class NotALogError(ImportFormatError):
-    """No known log format fits the file (format "auto")."""
 
 
 @dataclass

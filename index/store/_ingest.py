@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._errors import ImportFormatError
+from .._errors import IngestError
 from ._importers import LOG_SUFFIXES
 
 __all__ = ["FileReport", "IngestError", "IngestReport", "IngestStatus", "log_files"]
@@ -95,14 +95,6 @@ class IngestReport:
 
     def __len__(self) -> int:
         return len(self.conversation_ids)
-
-
-class IngestError(ImportFormatError):
-    """Some files were refused; ``report`` says what happened to each file."""
-
-    def __init__(self, message: str, report: IngestReport) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 def log_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, bool, str | None]]:
