@@ -891,7 +891,19 @@ class Workspace:
 
     @contextlib.contextmanager
     def _text_view(self, f: OpenFile) -> Iterator[tuple[OpenFile, str]]:
-        """The file as UTF-8 (a UTF-16 file through its transcoded copy), and its own path."""
+        """The file as UTF-8 (a UTF-16 file through its transcoded copy), and its own path.
+
+        A file of a known non-text kind (PDF, image, audio, archive, office file) is refused
+        with the tools that read it; unknown bytes are read as text (a log whose head holds
+        NULs after a copytruncate is still a log)."""
+        card = card_for_descriptor(f.fd, path=f.path, light=True)
+        if "file_read" not in card.tools and (card.tools or card.kind != "binary"):
+            readers = (
+                f"read it with {', '.join(card.tools)}"
+                if card.tools
+                else "no tool reads its content; its card shows its facts"
+            )
+            raise WrongFileTypeError(f"{f.path!r} is {card.mime}, not text: {readers}")
         encoding = encoding_of(f)
         if encoding is None:
             yield f, f.path

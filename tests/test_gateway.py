@@ -134,6 +134,28 @@ def test_a_client_sees_only_our_tools_then_activates_and_calls_upstream_ones(
     assert out["failing"].model_dump() == out["direct"].model_dump(), "the error was rewritten"
 
 
+def test_an_upstream_that_cannot_start_is_named_with_its_cause(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    servers = {
+        "notes": {"command": sys.executable, "args": [UPSTREAM, "notes"]},
+        "ghost": {"command": str(tmp_path / "no-such-server")},
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+
+    async def main() -> tuple[str | None, list[str]]:
+        with Workspace(tmp_path / "home") as ws:
+            async with gateway(ws, read_config(config)) as server, Client(server) as client:
+                found = await client.call_tool("tool_search", {"query": "save a note"})
+                return client.instructions, [t["name"] for t in json.loads(text_of(found))["tools"]]
+
+    instructions, found = anyio.run(main)
+    assert "add_note" in found, "one broken upstream took the others down"
+    assert instructions is not None
+    down = instructions.split("Servers that failed to start (their tools are missing):\n")[1]
+    assert down.startswith("- ghost: FileNotFoundError"), down
+    assert "ExceptionGroup" not in down
+
+
 def test_legacy_clients_get_the_list_changed_notification(tmp_path: Path, config: Path) -> None:
     seen: list[str] = []
 

@@ -162,6 +162,13 @@ def read_config(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
     return specs
 
 
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, which say nothing themselves."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, MCPError):
         return exc.error.code == CONNECTION_CLOSED
@@ -205,7 +212,8 @@ class Upstream:
                         started = True
                     await self._lost.wait()
             except Exception as exc:  # noqa: BLE001 - an upstream's failure is reported, not raised
-                self.error = f"{type(exc).__name__}: {exc}"[:300]
+                cause = _first_leaf(exc)
+                self.error = f"{type(cause).__name__}: {cause}"[:300]
                 print(f"leanreplay: upstream {self.name!r} failed: {self.error}", file=sys.stderr)
             finally:
                 self.client = None
@@ -308,9 +316,19 @@ class GatewayServer(WorkspaceServer):
             by_name = {t.name: t for t in upstream.tools}
             for name, tool in zip(exposed, sorted(by_name), strict=True):
                 routes[name] = (upstream, by_name[tool])
-        # Clients put a server's instructions in the system prompt: the index goes there.
-        index = workspace.capabilities.render()
-        super().__init__(workspace, instructions=f"{INSTRUCTIONS}\n\n{INDEX_PREAMBLE}\n{index}")
+        # Clients put a server's instructions in the system prompt: the index goes there, and
+        # the servers that did not start, so the model does not look for their tools.
+        down = [
+            f"- {u.name}: {u.error or 'not started'}"
+            for u in upstreams.servers.values()
+            if u.client is None
+        ]
+        notes = f"{INDEX_PREAMBLE}\n{workspace.capabilities.render()}"
+        if down:
+            notes += "\n\nServers that failed to start (their tools are missing):\n" + "\n".join(
+                down
+            )
+        super().__init__(workspace, instructions=f"{INSTRUCTIONS}\n\n{notes}")
         self.upstreams = upstreams
         self.routes = routes
 

@@ -64,6 +64,7 @@ _GROUPS = [
     "reaction emoji react",
     "user users member members people profile everyone",
     "sql query database db postgres rows",
+    "spreadsheet spreadsheets sheet sheets excel xlsx workbook csv table tables columns",
     "sum add plus total addition numbers",
     "environment env variables",
     "compress gzip zip",

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import InvalidArgumentError, Workspace
+from index import InvalidArgumentError, Workspace, WrongFileTypeError
 from index.tools import _lines
 from index.tools._lines import BLOCK, MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, LineIndex
 from index.tools._paths import open_confined
+from tests.conftest import SAMPLES
 
 
 @pytest.fixture
@@ -320,3 +321,30 @@ def test_tail_char_budget_keeps_the_last_lines(ws: Workspace) -> None:
     assert shown[-1].split("\t", 1)[1] == rows[-1]
     assert len(shown) < 100
     assert any("chars" in n for n in result["notes"])
+
+
+@pytest.mark.parametrize(
+    ("sample", "readers"),
+    [
+        ("red_64x48.png", "read it with image_view"),
+        ("classic_xref.pdf", "read it with pdf_info, pdf_search, pdf_read"),
+        ("bundle.zip", "read it with archive_list"),
+        ("report.docx", "read it with doc_read, doc_search"),
+        ("sales.parquet", "read it with table_read, table_query"),
+        ("tone.wav", "no tool reads its content"),
+    ],
+)
+def test_file_tools_refuse_known_binary_kinds_and_name_their_readers(
+    tmp_path: Path, sample: str, readers: str
+) -> None:
+    ws = Workspace(tmp_path / "home", [SAMPLES])
+    with pytest.raises(WrongFileTypeError, match=f"not text: {readers}"):
+        ws.file_read(sample)
+    with pytest.raises(WrongFileTypeError, match=f"not text: {readers}"):
+        ws.file_search(sample, "x")
+
+
+def test_a_log_whose_head_is_nul_bytes_is_still_read_as_text(ws: Workspace) -> None:
+    # What a writer leaves after logrotate's copytruncate: a hole of NULs, then new lines.
+    name = write(ws, "app.log", b"\0" * 8192 + b"\nrestarted\nserving\n")
+    assert ws.file_read(name, start_line=2)["content"] == "2\trestarted\n3\tserving"
