@@ -160,7 +160,9 @@ class PdfDocument:
             return False
         if offset in self._seen_sections:
             raise Broken(f"/Prev chain loops back to offset {offset}")
-        if len(self._seen_sections) >= MAX_XREF_SECTIONS:
+        # Count the sections loaded, not the distinct offsets: a loop that slipped past the
+        # check above must still end here.
+        if len(self._sections) >= MAX_XREF_SECTIONS:
             raise Broken(f"/Prev chain is longer than {MAX_XREF_SECTIONS} sections")
         self._seen_sections.add(offset)
         raw = self.file.read(offset, 16)

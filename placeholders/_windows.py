@@ -42,10 +42,10 @@ def last_turns(
     return head + list(messages[start:])
 
 
-def _check_text(what: str, value: object, *, allow_blank: bool = False) -> str:
+def _check_text(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise PairWindowError(f"{what} must be a str, got {type(value).__name__}")
-    if not allow_blank and not value.strip():
+    if not value.strip():
         raise PairWindowError(f"{what} must not be blank")
     if _SURROGATE.search(value):
         raise PairWindowError(f"{what} contains a lone surrogate; send valid Unicode text")
@@ -70,7 +70,7 @@ class PairWindow:
 
     def __init__(self, conversation_id: str, policy: str, *, max_pairs: int, budget: int) -> None:
         self._conversation_id = _check_text("conversation_id", conversation_id)
-        self._policy = _check_text("policy", policy, allow_blank=True)
+        self._policy = _check_text("policy", policy)
         self._max_pairs = _check_limit("max_pairs", max_pairs)
         self._budget = _check_limit("budget", budget)
         self._pairs: list[tuple[str, str]] = []

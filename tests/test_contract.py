@@ -174,3 +174,11 @@ def test_readme_opens_with_demo_then_the_ci_test_command() -> None:
     assert blocks[0].endswith("leanreplay demo")
     ci = (REPO / ".ci" / "run").read_text()
     assert blocks[1] in ci, "the README's test command must be what .ci/run runs"
+
+
+def test_ci_lints_and_type_checks_before_the_tests() -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    steps = [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy"]
+    positions = [ci.index(step) for step in steps]
+    assert positions == sorted(positions)
+    assert positions[-1] < ci.index(".venv/bin/python -m pytest")

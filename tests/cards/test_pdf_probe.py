@@ -239,3 +239,44 @@ def test_the_recovery_scan_reads_in_chunks_and_finds_what_a_whole_read_finds(
             assert chunked == whole
     finally:
         os.close(fd)
+
+
+def _chained_xref_pdf(sections: int, *, self_loop: bool = False) -> bytes:
+    """A PDF whose objects no xref section lists, behind a /Prev chain of ``sections``."""
+    out = bytearray(b"%PDF-1.4\n")
+    out += b"1 0 obj <</Type/Catalog/Pages 2 0 R>> endobj\n"
+    out += b"2 0 obj <</Type/Pages/Kids[]/Count 0>> endobj\n"
+    prev: int | None = None
+    for _ in range(sections):
+        at = len(out)
+        link = at if self_loop else prev
+        out += b"xref\n0 1\n0000000000 65535 f \ntrailer\n<</Size 3/Root 1 0 R"
+        out += b"" if link is None else b"/Prev %d" % link
+        out += b">>\n"
+        prev = at
+    out += b"startxref\n%d\n%%%%EOF\n" % prev
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("sections", "self_loop", "warning"),
+    [
+        (_pdffile.MAX_XREF_SECTIONS + 1, False, "longer than 1000 sections"),
+        (1, True, "loops back"),
+    ],
+    ids=["chain-over-the-limit", "self-loop"],
+)
+def test_prev_chain_bound_counts_sections(
+    tmp_path: Path, sections: int, self_loop: bool, warning: str
+) -> None:
+    path = tmp_path / "chain.pdf"
+    path.write_bytes(_chained_xref_pdf(sections, self_loop=self_loop))
+    facts = pdf_facts(path)
+    assert any(warning in w for w in facts.warnings), facts.warnings
+
+
+def test_prev_chain_at_the_limit_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "chain.pdf"
+    path.write_bytes(_chained_xref_pdf(_pdffile.MAX_XREF_SECTIONS))
+    facts = pdf_facts(path)
+    assert not any("sections" in w for w in facts.warnings), facts.warnings

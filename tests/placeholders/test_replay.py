@@ -500,3 +500,13 @@ def test_placeholder_detection() -> None:
     assert is_placeholder(text)
     assert is_placeholder([{"type": "text", "text": text}])
     assert not is_placeholder("[elided tool result] but no call")
+
+
+@pytest.mark.parametrize(("keep", "elided"), [(0, 1), (1, 0)], ids=["keep-0", "keep-1"])
+def test_keep_user_exchanges_zero_elides_the_current_exchange_too(keep: int, elided: int) -> None:
+    # Both sides of the 0 boundary: with 0 nothing is protected, with 1 the last exchange is.
+    messages = with_ids(
+        [user("u1"), oa_call(("c1", "bash")), oa_result("c1", "x" * 5000), assistant("a1")]
+    )
+    result = replay(messages, conversation_id="c", policy=ReplayPolicy(keep_user_exchanges=keep))
+    assert result.placeholders == elided

@@ -161,7 +161,7 @@ def test_export_is_detached_and_reset_keeps_policy() -> None:
     budget=st.integers(1, 40),
 )
 def test_window_invariants(pairs: list[tuple[str, str]], max_pairs: int, budget: int) -> None:
-    w = PairWindow("c", "", max_pairs=max_pairs, budget=budget)
+    w = PairWindow("c", "be brief", max_pairs=max_pairs, budget=budget)
     accepted: list[dict[str, str]] = []
     for u, a in pairs:
         try:
@@ -178,3 +178,9 @@ def test_window_invariants(pairs: list[tuple[str, str]], max_pairs: int, budget:
     # Kept pairs are the newest accepted ones, in arrival order.
     assert data["pairs"] == accepted[len(accepted) - len(data["pairs"]) :]
     assert data["dropped_pairs"] == len(accepted) - len(data["pairs"])
+
+
+@pytest.mark.parametrize("policy", ["", " ", "\n\t "], ids=repr)
+def test_a_blank_policy_is_rejected_like_any_blank_text(policy: str) -> None:
+    with pytest.raises(PairWindowError, match="policy must not be blank"):
+        PairWindow("c", policy, max_pairs=3, budget=20)
