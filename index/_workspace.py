@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from itertools import takewhile
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -98,6 +98,9 @@ from .tools._tables import (
     read_sheet_rows,
 )
 from .tools._transcode import encoding_of, utf8_view
+
+if TYPE_CHECKING:  # a separate line: the store import above is everyone's merge point
+    from .store._store import ConversationStats
 
 __all__ = ["SNAPSHOTS_KEPT", "FoldResult", "SizePoint", "Workspace"]
 
@@ -553,6 +556,43 @@ class Workspace:
             conversation_id=cid,
             on_event=self._paired(cid, on_event),
         )
+
+    # what `leanreplay view` reads: bounded, index-backed views of the store
+
+    def conversation_stats(self, conversation_id: str | None = None) -> list[ConversationStats]:
+        """Message count, last position, last id and last write time of each visible
+        conversation (or of one), from the store's indexes: fast on millions of messages."""
+        if conversation_id is not None:
+            return [self.store.stats_of(self._visible(conversation_id))]
+        return [s for s in self.store.stats() if self.allowed is None or s.id in self.allowed]
+
+    def message_page(
+        self, conversation_id: str, *, before: int | None = None, limit: int = 50
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Up to ``limit`` (position, message) pairs just before position ``before`` (the
+        tail when None), in order: a page of a conversation of any length."""
+        cid = self._visible(conversation_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidArgumentError(f"limit must be a positive int, got {limit!r}")
+        return [(m.seq, m.message()) for m in self.store.messages_page(cid, before, limit)]
+
+    def message_position(self, conversation_id: str, message_id: str) -> int:
+        """The 1-based position of a message in its conversation."""
+        cid = self._visible(conversation_id)
+        return self.store.message(cid, check_id("message_id", message_id)).seq
+
+    def raw_message(self, conversation_id: str, message_id: str) -> str:
+        """A message's stored JSON text, exactly as stored."""
+        cid = self._visible(conversation_id)
+        return self.store.message(cid, check_id("message_id", message_id)).body
+
+    def stored_chars(self, conversation_id: str, *, after: int = 0) -> int:
+        """Content chars of the messages after position ``after`` (sizes kept at append)."""
+        return self.store.chars_after(self._visible(conversation_id), after)
+
+    def attachment_cards(self, conversation_id: str) -> dict[tuple[str, int], str]:
+        """The card of each saved inline attachment, by (message id, block index)."""
+        return self.store.attachment_cards(self._visible(conversation_id))
 
     def size_series(
         self,

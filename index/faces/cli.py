@@ -591,6 +591,77 @@ def serve(
         server.serve_http(ws, host, port, bearer, policy, client_roots=client_roots, sock=sock)
 
 
+def _view_module() -> ModuleType:
+    """The web view; it runs on the server stack of the `mcp` extra (starlette, uvicorn)."""
+    try:
+        from index.faces import view
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in MCP_EXTRA_MODULES:
+            raise
+        raise click.ClickException(
+            f"`leanreplay view` needs the web server stack, which is not installed ({exc.name} "
+            "is missing); install it with: pip install 'leanreplay[mcp]'"
+        ) from None
+    return view
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8777,
+    show_default=True,
+    help="Port to serve on; 0 picks a free one.",
+)
+@click.option(
+    "--token",
+    envvar="LEANREPLAY_TOKEN",
+    default=None,
+    help="The token the browser must present (or LEANREPLAY_TOKEN); default: a random one.",
+)
+@click.option("--no-auth", is_flag=True, help="Serve without a token.")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback address.")
+@click.pass_context
+@library_errors
+def view(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    token: str | None,
+    no_auth: bool,
+    allow_remote: bool,
+) -> None:
+    """Open a local, read-only web view: conversations, what the model saw, folds, compactions.
+
+    Prints the URL to open (it carries the token once; the browser keeps a cookie).
+    """
+    web = _view_module()
+    host = host.strip("[]")
+    if not web.is_loopback(host) and not allow_remote:
+        raise click.ClickException(
+            f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
+        )
+    if no_auth:
+        token = None
+    elif token is None:
+        token = secrets.token_urlsafe(24)
+    with workspace(ctx) as ws:
+        try:
+            web.serve(
+                ws,
+                host,
+                port,
+                token,
+                allow_remote=allow_remote,
+                announce=lambda url: click.echo(f"leanreplay view at {url}", err=True),
+            )
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot serve on {host}:{port}: {exc.strerror}; pick another --port (0 for any)"
+            ) from None
+
+
 @cli.command()
 @click.option(
     "--format",

@@ -507,7 +507,7 @@ class Store:
         return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
 
     def messages_page(
-        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 100
+        self, conversation_id: str, before_seq: int | None = None, limit: int = 100
     ) -> list[StoredMessage]:
         """Up to ``limit`` messages just before ``before_seq`` (the tail when None), in order."""
         rows = self._read(
@@ -546,13 +546,6 @@ class Store:
         )
         last_id, at = row[0] if row else (None, None)
         return ConversationStats(cid, count, last, last_id, at)
-
-    def seq_of(self, conversation_id: str, message_id: str) -> int | None:
-        rows = self._read(
-            "SELECT seq FROM messages WHERE conversation_id=? AND id=?",
-            (conversation_id, message_id),
-        )
-        return int(rows[0][0]) if rows else None
 
     def message(self, conversation_id: str, message_id: str) -> StoredMessage:
         rows = self._read(

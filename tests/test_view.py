@@ -1,0 +1,441 @@
+"""`leanreplay view` in a real browser: Debian's Chromium driven by Playwright, against the
+real command serving a home built from the shared transcripts.
+
+One server and one browser per module. Every page is screenshotted into a temporary folder
+(printed at the end of the module; set LEANREPLAY_VIEW_SHOTS to keep them somewhere)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from index import Workspace
+from placeholders import for_provider, is_placeholder, result_slots
+from tests.conftest import REPO, SAMPLES, in_ci, require_transcripts
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+XSS = [
+    "<script>window.__pwned = 'script'</script>",
+    "<img src=x onerror=\"window.__pwned = 'onerror'\">",
+    "[a link](javascript:window.__pwned='markdown') and "
+    "<a href=\"javascript:window.__pwned='href'\">a link</a>",
+]
+XSS_ID = 'xss"><img src=x onerror=alert(1)>'
+
+
+def playwright_or_skip() -> Any:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if in_ci():
+            pytest.fail("CI=true but playwright is not installed (the test extra)")
+        pytest.skip("needs playwright (pip install -e '.[test]')")
+    if not CHROMIUM.exists():
+        if in_ci():
+            pytest.fail(f"CI=true but {CHROMIUM} is missing (.ci/run installs chromium)")
+        pytest.skip(f"needs Chromium at {CHROMIUM}: apt-get install chromium")
+    return sync_playwright
+
+
+def largest_claude_session(transcripts: Path) -> Path:
+    return max(
+        (transcripts / "claude-code-m-claude").glob("*.jsonl"), key=lambda p: p.stat().st_size
+    )
+
+
+@pytest.fixture(scope="module")
+def home() -> Iterator[Path]:
+    transcripts = require_transcripts()
+    folder = Path(tempfile.mkdtemp(prefix="leanreplay-view-"))
+    with Workspace(folder, [SAMPLES]) as ws:
+        (claude,) = ws.ingest(largest_claude_session(transcripts), conversation_id="claude")
+        assert ws.fold(claude).folded
+        ws.ingest(
+            transcripts / "claude-code-m-claude" / "554b9fa6-f719-40e8-ba70-beee69bd60b5.jsonl",
+            conversation_id="unfolded",
+        )
+        swe = max(
+            (transcripts / "mini-swe-agent-pr816").rglob("*.traj.json"),
+            key=lambda p: p.stat().st_size,
+        )
+        ws.ingest(swe, conversation_id="swe")
+        ws.ingest(transcripts / "tau-bench" / "gpt-4o-airline.json")
+        ws.ingest(SAMPLES / "conversation_with_pdf.jsonl", conversation_id="with-pdf")
+        for text in XSS:
+            ws.append(XSS_ID, {"role": "user", "content": text})
+            ws.append(XSS_ID, {"role": "assistant", "content": text})
+        ws.replay("claude", snapshot=True, budget_tokens=192_000)
+        ws.replay("claude", snapshot=True, budget_tokens=192_000)
+        lean = ws.replay("claude").messages
+        ws.compact_turn(  # forced, as after a provider's overflow error
+            lean, context_window=40_000, output_reserve=4_000, conversation_id="claude", force=True
+        )
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def digest(home: Path) -> str:
+    """Everything the store holds, and the event logs: what the view must never change."""
+    db = sqlite3.connect(f"file:{home / 'store.sqlite3'}?mode=ro", uri=True)
+    h = hashlib.sha256()
+    for table in ("conversations", "messages", "folds", "attachments", "snapshots"):
+        for row in db.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+            h.update(repr(row).encode())
+    db.close()
+    for log in sorted((home / "logs").glob("*.jsonl")):
+        h.update(log.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def server(home: Path) -> Iterator[dict[str, Any]]:
+    before = digest(home)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("LEANREPLAY_TOKEN", None)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "index.cli",
+            "--home",
+            str(home),
+            "--root",
+            str(SAMPLES),
+            "view",
+            "--port",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    found = re.search(r"(http://127\.0\.0\.1:(\d+)/)\?token=(\S+)", line)
+    assert found, f"no URL in {line!r}"
+    info = {"base": found.group(1), "port": int(found.group(2)), "token": found.group(3)}
+    info["url"] = f"{info['base']}?token={info['token']}"
+    try:
+        yield info
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stderr.close()
+    assert digest(home) == before, "the view changed the store or the event log"
+
+
+@pytest.fixture(scope="module")
+def shots() -> Iterator[Path]:
+    folder = Path(os.environ.get("LEANREPLAY_VIEW_SHOTS") or tempfile.mkdtemp(prefix="view-shots-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+    print(f"\nscreenshots of the view: {folder}")
+
+
+@pytest.fixture(scope="module")
+def browser(server: dict[str, Any]) -> Iterator[Any]:
+    sync_playwright = playwright_or_skip()
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = chromium.new_context(viewport={"width": 1300, "height": 900})
+        page = context.new_page()
+        page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
+        page.goto(server["url"])  # the token once; the cookie from then on
+        yield page
+        context.close()
+        chromium.close()
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def getheader(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+
+def request(
+    server: dict[str, Any],
+    path: str,
+    *,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+) -> Answer:
+    connection = http.client.HTTPConnection("127.0.0.1", server["port"], timeout=30)
+    try:
+        connection.request(
+            method, path, headers={"Host": f"127.0.0.1:{server['port']}", **(headers or {})}
+        )
+        response = connection.getresponse()
+        return Answer(
+            response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        )
+    finally:
+        connection.close()
+
+
+def test_the_token_is_required_then_kept_in_a_cookie(server: dict[str, Any]) -> None:
+    assert request(server, "/").status == 401
+    assert request(server, "/?token=wrong").status == 401
+    assert (
+        request(server, "/api/conversation_read?conversation_id=claude&message_id=m1").status == 401
+    )
+    first = request(server, f"/c?id=claude&token={server['token']}")
+    assert first.status == 303
+    assert first.getheader("location") == "/c?id=claude"
+    cookie = first.getheader("set-cookie") or ""
+    assert "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+    pair = cookie.split(";")[0]
+    ok = request(server, "/", headers={"Cookie": pair})
+    assert ok.status == 200
+    assert "script-src 'self'" in (ok.getheader("content-security-policy") or "")
+    bearer = request(server, "/", headers={"Authorization": f"Bearer {server['token']}"})
+    assert bearer.status == 200
+    # read-only, same host, same origin
+    assert request(server, "/", method="POST", headers={"Cookie": pair}).status == 405
+    assert request(server, "/", method="DELETE", headers={"Cookie": pair}).status == 405
+    evil_host = request(server, "/", headers={"Cookie": pair, "Host": "evil.example:80"})
+    assert evil_host.status == 403
+    evil_origin = request(server, "/", headers={"Cookie": pair, "Origin": "http://evil.example"})
+    assert evil_origin.status == 403
+    cross = request(server, "/", headers={"Cookie": pair, "Sec-Fetch-Site": "cross-site"})
+    assert cross.status == 403
+
+
+def test_the_conversation_list_sorts_searches_and_links_to_the_message(
+    browser: Any, server: dict[str, Any], home: Path, shots: Path
+) -> None:
+    page = browser
+    page.goto(server["base"])
+    assert "token=" not in page.url, "the token leaves the address bar"
+    with Workspace(home) as ws:
+        stats = {s.id: s.messages for s in ws.conversation_stats()}
+        replayed = ws.replay("claude")
+        hit = ws.conversation_search("sqlfluff", limit=1)["hits"][0]
+    rows = page.locator("table.conversations tbody tr")
+    assert rows.count() == 50 < len(stats), "a page of 50"
+    assert f"page 1 of {-(-len(stats) // 50)}" in page.locator(".pager").inner_text()
+    cells = page.locator("table.conversations tbody td:first-child").all_inner_texts()
+    counts = page.locator("table.conversations tbody td:nth-child(2)").all_inner_texts()
+    assert {c: int(n.replace(",", "")) for c, n in zip(cells, counts, strict=True)} == {
+        c: stats[c] for c in cells
+    }
+    page.goto(f"{server['base']}?sort=id&dir=asc")
+    claude_row = page.locator("table.conversations tbody tr").first
+    assert claude_row.locator("td").first.inner_text() == "claude"
+    assert claude_row.locator("td").nth(3).inner_text() == f"{replayed.chars_out:,}"
+    assert claude_row.locator("td").nth(5).inner_text() == str(replayed.placeholders)
+    page.screenshot(path=str(shots / "1-conversations.png"), full_page=True)
+
+    page.click("th >> text=messages")
+    counts = [
+        int(rows.nth(i).locator("td").nth(1).inner_text().replace(",", ""))
+        for i in range(rows.count())
+    ]
+    assert counts == sorted(counts, reverse=True)
+    page.click("th >> text=messages")
+    counts = [
+        int(rows.nth(i).locator("td").nth(1).inner_text().replace(",", ""))
+        for i in range(rows.count())
+    ]
+    assert counts == sorted(counts)
+
+    page.fill("input[name=q]", "sqlfluff")
+    page.click("form.search button")
+    first = page.locator("ul.hits li a").first
+    assert first.inner_text() == f"{hit['conversation_id']} · {hit['message_id']}"
+    page.screenshot(path=str(shots / "2-search.png"), full_page=True)
+    first.click()
+    target = page.locator("#target")
+    assert target.get_attribute("data-id") == hit["message_id"]
+
+
+def test_history_shows_originals_the_fold_boundary_and_raw_bytes(
+    browser: Any, server: dict[str, Any], home: Path, shots: Path
+) -> None:
+    page = browser
+    with Workspace(home) as ws:
+        fold = ws.fold_state("claude")
+        assert fold is not None
+        total = ws.conversation_stats("claude")[0].messages
+        last_id = ws.messages("claude")[-1]["id"]
+    page.goto(f"{server['base']}c?id=claude")
+    articles = page.locator("article.msg")
+    assert articles.last.get_attribute("data-id") == last_id, "the tail comes first"
+    assert f"of {total:,}" in page.locator(".pager").first.inner_text()
+    page.screenshot(path=str(shots / "3-history.png"))
+    page.goto(f"{server['base']}c?id=claude&at={fold['summarized_through_message_id']}#target")
+    boundary = page.locator("#fold-boundary")
+    assert fold["summarized_through_message_id"] in boundary.inner_text()
+    after = page.locator("#fold-boundary + article.msg")
+    assert after.get_attribute("id") == f"msg-{fold['summarized_through_message'] + 1}"
+    boundary.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "4-history-fold-boundary.png"))
+    # the raw link returns the stored bytes
+    with Workspace(home) as ws:
+        original = ws.conversation_read("claude", fold["summarized_through_message_id"])
+    raw = page.request.get(f"{server['base']}c/raw?id=claude&mid={original['message_id']}")
+    assert json.loads(raw.text()) == original["message"]
+
+
+def test_an_attachment_shows_as_image_or_card(
+    browser: Any, server: dict[str, Any], shots: Path
+) -> None:
+    page = browser
+    page.goto(f"{server['base']}c?id=with-pdf")
+    card = page.locator(".card").first
+    assert "application/pdf" in card.inner_text()
+    page.screenshot(path=str(shots / "5-attachment-card.png"), full_page=True)
+
+
+def test_a_placeholder_expands_to_what_conversation_read_returns(
+    browser: Any, server: dict[str, Any], home: Path, shots: Path
+) -> None:
+    page = browser
+    with Workspace(home) as ws:
+        result = ws.replay("unfolded")
+    first = next(
+        i
+        for i, m in enumerate(result.messages)
+        for s in result_slots(m)
+        if is_placeholder(s.content)
+    )
+    end = min(len(result.messages), first + 25)  # a page of the replay with placeholders in it
+    page.goto(f"{server['base']}c?id=unfolded&tab=replay&end={end}")
+    buttons = page.locator("button.placeholder")
+    expected = sum(
+        1
+        for m in result.messages[max(0, end - 50) : end]
+        for s in result_slots(m)
+        if is_placeholder(s.content)
+    )
+    assert buttons.count() == expected > 0
+    button = buttons.first
+    mid = button.get_attribute("data-mid")
+    call = button.get_attribute("data-call") or None
+    page.screenshot(path=str(shots / "6-replay.png"))
+    button.click()
+    revealed = page.locator(".revealed pre.original").first
+    revealed.wait_for()
+    with Workspace(home) as ws:
+        original = ws.conversation_read("unfolded", mid, call)["content"]
+    want = (
+        original
+        if isinstance(original, str)
+        else json.dumps(original, indent=2, ensure_ascii=False)
+    )
+    assert revealed.text_content() == want
+    revealed.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "7-replay-placeholder-opened.png"))
+    page.goto(f"{server['base']}c?id=unfolded&tab=replay&provider=anthropic")
+    body = json.loads(page.locator("pre.text").first.text_content() or "")
+    assert body == for_provider(result.messages, "anthropic")[-50:]
+
+
+def test_the_size_chart_draws_the_fold_series(
+    browser: Any, server: dict[str, Any], home: Path, shots: Path
+) -> None:
+    page = browser
+    with Workspace(home) as ws:
+        series = [p.to_dict() for p in ws.size_series("claude", max_points=400)]
+        snaps = ws.snapshots("claude")
+    page.goto(f"{server['base']}c?id=claude&tab=size")
+    points = page.locator("svg.chart circle.pt")
+    drawn = [
+        {
+            "turn": int(points.nth(i).get_attribute("data-turn") or 0),
+            "replay_chars": int(points.nth(i).get_attribute("data-replay") or 0),
+            "replay_chars_fold_only": int(points.nth(i).get_attribute("data-fold-only") or 0),
+            "stored_chars": int(points.nth(i).get_attribute("data-stored") or 0),
+        }
+        for i in range(points.count())
+    ]
+    assert drawn == [{k: p[k] for k in drawn[0]} for p in series]
+    assert any(p["folds"] for p in series), "the transcript folds as it grows"
+    assert page.locator("svg.chart rect.snap[data-chars]").count() == len(snaps)
+    page.screenshot(path=str(shots / "8-size.png"), full_page=True)
+
+
+def test_summary_compaction_and_snapshot_tabs(
+    browser: Any, server: dict[str, Any], home: Path, shots: Path
+) -> None:
+    page = browser
+    with Workspace(home) as ws:
+        fold = ws.fold_state("claude")
+        events = ws.compaction_events("claude")
+        snaps = ws.snapshots("claude")
+    assert fold is not None
+    page.goto(f"{server['base']}c?id=claude&tab=summary")
+    assert page.locator("pre.summary").text_content() == fold["summary"]
+    assert fold["summarized_through_message_id"] in page.locator("dl.kv").inner_text()
+    page.screenshot(path=str(shots / "9-summary.png"))
+
+    page.goto(f"{server['base']}c?id=claude&tab=compactions")
+    (applied,) = [e for e in events if e["event"] == "compaction.applied"]
+    card = page.locator("section.compaction")
+    assert card.count() == 1
+    text = card.inner_text()
+    assert f"saved {applied['tokens_saved']:,}" in text
+    assert f"saved {applied['chars_saved']:,}" in text
+    assert card.locator("tbody tr").count() == len(applied["targets"]) > 0
+    page.screenshot(path=str(shots / "10-compactions.png"), full_page=True)
+
+    page.goto(f"{server['base']}c?id=claude&tab=snapshots")
+    assert page.locator("table.snapshots tbody tr").count() == len(snaps) == 2
+    page.screenshot(path=str(shots / "11-snapshots.png"))
+
+
+def test_message_text_is_escaped_everywhere(
+    browser: Any, server: dict[str, Any], shots: Path
+) -> None:
+    page = browser
+    page.goto(server["base"])
+    page.locator("table.conversations a", has_text="xss").click()
+    for tab in ("history", "replay"):
+        if tab == "replay":
+            page.click(".tabs >> text=Replay")
+        texts = page.locator("article.msg pre.text").all_text_contents()
+        for attack in XSS:
+            assert texts.count(attack) == 2, f"{attack!r} is shown as text on {tab}"
+        assert page.evaluate("window.__pwned") is None
+        assert (
+            page.locator("article.msg script, article.msg img, article.msg [onerror]").count() == 0
+        )
+        links = page.locator("article.msg a").all()
+        assert all((a.get_attribute("href") or "").startswith("/c/raw?") for a in links)
+        assert page.locator("h1").inner_text() == XSS_ID
+        page.screenshot(path=str(shots / f"12-xss-{tab}.png"))
+    page.goto(f"{server['base']}?q=pwned")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("ul.hits li").count() > 0
+    for link in page.locator("a").all():
+        assert not (link.get_attribute("href") or "").lower().startswith("javascript:")
