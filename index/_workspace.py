@@ -31,6 +31,7 @@ from placeholders import (
     compact_turn,
     content_chars,
     fold_boundary,
+    is_genuine_user,
     read_call,
     result_slots,
 )
@@ -60,6 +61,7 @@ from .store._lifecycle import (
     fold_conversation,
     lean_replay,
     read_events,
+    replay_at_turn,
     size_series,
 )
 from .store._pages import MAX_READ_CHARS, page, readable
@@ -556,6 +558,35 @@ class Workspace:
             conversation_id=cid,
             on_event=self._paired(cid, on_event),
         )
+
+    def replay_at_turn(
+        self, conversation_id: str, turn: int, policy: ReplayPolicy | None = None
+    ) -> tuple[ReplayResult, SizePoint]:
+        """What the model received after ``turn`` (1-based; a genuine user message starts
+        each): the replay of the messages stored by then, with the fold as it stood had the
+        conversation been appended message by message (`size_series`' point for that turn).
+        Writes nothing."""
+        cid = self._visible(conversation_id)
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+            raise InvalidArgumentError(f"turn must be an int >= 1, got {turn!r}")
+        found = replay_at_turn(
+            cid,
+            self.messages(cid),
+            turn,
+            cards=self.store.attachment_cards(cid),
+            fold_policy=self.fold_policy,
+            summarizer=self.summarizer,
+            replay_policy=policy,
+        )
+        if found is None:
+            messages = self.messages(cid)
+            turns = sum(1 for i, m in enumerate(messages) if i and is_genuine_user(m)) + bool(
+                messages
+            )
+            raise InvalidArgumentError(
+                f"conversation {cid!r} has {turns} turns; turn {turn} is past its end"
+            )
+        return found
 
     # what `leanreplay view` reads: bounded, index-backed views of the store
 

@@ -383,6 +383,16 @@ def test_the_size_chart_draws_the_fold_series(
     assert any(p["folds"] for p in series), "the transcript folds as it grows"
     assert page.locator("svg.chart rect.snap[data-chars]").count() == len(snaps)
     page.screenshot(path=str(shots / "8-size.png"), full_page=True)
+    # "what did the model see at turn 10?": a point opens that turn's replay
+    points.nth(9).click()
+    assert "after turn 10 " in page.locator(".when").inner_text()
+    with Workspace(home) as ws:
+        then, point = ws.replay_at_turn("claude", 10)
+    assert point.turn == 10
+    shown = page.locator("article.msg").evaluate_all("els => els.map(e => e.dataset.id)")
+    assert shown == [str(m.get("id")) for m in then.messages[-50:]]
+    assert f"{then.chars_out:,}</b> chars" in page.content()
+    page.screenshot(path=str(shots / "8b-replay-at-turn-10.png"))
 
 
 def test_summary_compaction_and_snapshot_tabs(

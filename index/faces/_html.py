@@ -25,6 +25,7 @@ __all__ = [
     "href",
     "message_html",
     "page",
+    "plural",
     "size_chart",
     "snippet_html",
 ]
@@ -275,6 +276,7 @@ def size_chart(
     threshold: int,
     budget_chars: int | None,
     snapshots: Sequence[Mapping[str, Any]],
+    link: Callable[[int], str] | None = None,
     width: int = 1060,
     height: int = 380,
 ) -> str:
@@ -295,7 +297,9 @@ def size_chart(
     )
     unfolded_max = max(p["stored_chars"] for p in points)
     clipped = unfolded_max > 2 * lean_max
-    y_max = max(1, int((lean_max if clipped else max(lean_max, unfolded_max)) * 1.1))
+    top_value = (lean_max if clipped else max(lean_max, unfolded_max)) * 1.05
+    step = _nice_step(top_value / 5)
+    y_max = max(step * -(-int(top_value) // step), 1)
 
     def x(turn: float) -> float:
         return float(left + (plot_w * (turn - 1) / max(turns - 1, 1)))
@@ -311,8 +315,8 @@ def size_chart(
         f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         'role="img" aria-label="replay size per turn">'
     ]
-    for i in range(6):  # y grid
-        value = y_max * i / 5
+    for i in range(y_max // step + 1):  # y grid
+        value = i * step
         out.append(
             f'<line class="grid" x1="{left}" x2="{left + plot_w}" y1="{y(value):.1f}" '
             f'y2="{y(value):.1f}"/><text class="axis" x="{left - 6}" y="{y(value) + 4:.1f}" '
@@ -343,6 +347,8 @@ def size_chart(
     out.append(line("replay_chars_fold_only", "foldonly"))
     out.append(line("replay_chars", "replay"))
     for p in points:
+        if link is not None:
+            out.append(f'<a href="{link(p["turn"])}">')
         out.append(
             f'<circle class="pt" cx="{x(p["turn"]):.1f}" cy="{y(p["replay_chars"]):.1f}" r="2.5" '
             f'data-turn="{p["turn"]}" data-replay="{p["replay_chars"]}" '
@@ -351,6 +357,8 @@ def size_chart(
             f"fold only {p['replay_chars_fold_only']:,}, unfolded {p['stored_chars']:,} chars"
             "</title></circle>"
         )
+        if link is not None:
+            out.append("</a>")
     by_messages = [(p["messages"], p["turn"]) for p in points]
     for s in snapshots:
         stored = int(s.get("messages_stored") or 0)
@@ -391,6 +399,18 @@ def size_chart(
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def _nice_step(raw: float) -> int:
+    """1, 2 or 5 times a power of ten, at least ``raw``."""
+    power = 1
+    while power * 10 <= raw:
+        power *= 10
+    return next((m * power for m in (1, 2, 5, 10) if m * power >= raw), 10 * power)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 # the page frame
@@ -455,6 +475,8 @@ img.inline { max-width: 360px; max-height: 280px; border: 1px solid var(--line);
   font: 600 11px system-ui, sans-serif; color: #8a6d00; margin-bottom: 3px; }
 .revealed { border: 1px solid #e0b400; border-radius: 6px; padding: 4px 8px; background: #fffdf3; }
 .revealed .label { font-size: 11px; font-weight: 600; color: #8a6d00; }
+.when { background: #fff7d6; border: 1px solid #e0b400; border-radius: 6px; padding: 6px 10px; }
+form.turn { margin: 8px 0; } form.turn input { width: 90px; padding: 3px 6px; }
 .pager { margin: 10px 0; display: flex; gap: 16px; align-items: center; color: var(--muted); }
 form.search input[type=search] { width: 420px; padding: 6px 8px; font-size: 14px; }
 form.search button { padding: 6px 12px; }

@@ -31,11 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import cards
 import placeholders
-from placeholders import (
-    CHARS_PER_TOKEN,
-    fold_boundary,
-    for_provider,
-)
+from placeholders import CHARS_PER_TOKEN, fold_boundary, for_provider, is_genuine_user
 
 from .._errors import WorkspaceError
 from .._workspace import Workspace
@@ -47,6 +43,7 @@ from ._html import (
     href,
     message_html,
     page,
+    plural,
     size_chart,
     snippet_html,
 )
@@ -195,6 +192,7 @@ class View:
         self._lock = threading.Lock()
         self._stored: dict[str, tuple[int, int]] = {}  # cid -> (last seq, chars)
         self._replays: dict[str, tuple[tuple[int, int], dict[str, int]]] = {}
+        self._turn_counts: dict[str, tuple[int, int]] = {}
 
     # numbers behind the list
 
@@ -459,7 +457,26 @@ class View:
 
     def _replay(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
         provider = params.get("provider")
-        result = self.ws.replay(cid)
+        turn = _int(params.get("turn"), 0, low=0) or None
+        when = ""
+        if turn is not None:
+            result, point = self.ws.replay_at_turn(cid, turn)
+            last_turn = self._turns(cid, stat)
+            steps = " · ".join(
+                f'<a href="{href("/c", id=cid, tab="replay", provider=provider, turn=t)}">'
+                f"{label}</a>"
+                for t, label in ((turn - 1, f"← turn {turn - 1}"), (turn + 1, f"turn {turn + 1} →"))
+                if 1 <= t <= last_turn
+            )
+            when = (
+                f'<p class="when">As the model received it <b>after turn {turn:,}</b> of '
+                f"{last_turn:,}: {point.messages:,} messages were stored (the last "
+                f"<code>{esc(point.message_id)}</code>), folded {point.folds}× by then. "
+                f'{steps} · <a href="{href("/c", id=cid, tab="replay", provider=provider)}">'
+                "now</a></p>"
+            )
+        else:
+            result = self.ws.replay(cid)
         messages = result.messages
         n = len(messages)
         end = _int(params.get("end"), n, low=1)
@@ -468,7 +485,7 @@ class View:
         stats = result.stats()
         tokens = int(result.chars_out / CHARS_PER_TOKEN + 0.5)
         views = " · ".join(
-            f'<a href="{href("/c", id=cid, tab="replay", provider=p)}">{esc(label)}</a>'
+            f'<a href="{href("/c", id=cid, tab="replay", provider=p, turn=turn)}">{esc(label)}</a>'
             if p != provider
             else f"<b>{esc(label)}</b>"
             for p, label in (
@@ -477,8 +494,19 @@ class View:
                 ("openai", "for_provider openai"),
             )
         )
+        pick = (
+            '<form class="turn" method="get" action="/c">'
+            f'<input type="hidden" name="id" value="{esc(cid)}">'
+            '<input type="hidden" name="tab" value="replay">'
+            + (f'<input type="hidden" name="provider" value="{esc(provider)}">' if provider else "")
+            + '<label>what did the model see after turn <input type="number" name="turn" min="1" '
+            f'value="{turn or ""}"></label> <button>show</button></form>'
+        )
         out = [
-            f'<p class="facts">The model receives <b>{stats["messages"]:,}</b> messages, '
+            when,
+            pick,
+            f'<p class="facts">The model {"received" if turn else "receives"} '
+            f"<b>{stats['messages']:,}</b> messages, "
             f"<b>{chars(result.chars_out)}</b> chars (≈ {tokens:,} tokens at "
             f"{CHARS_PER_TOKEN} chars per token) from {chars(result.chars_in)} before "
             f"placeholders; <b>{result.placeholders}</b> placeholders stand for "
@@ -486,7 +514,7 @@ class View:
             "original when clicked.</p>",
             f'<p class="facts">{views}</p>',
         ]
-        pager = self._replay_pager(cid, start, end, n, provider)
+        pager = self._replay_pager(cid, start, end, n, provider, turn)
         out.append(pager)
         if provider in ("anthropic", "openai"):
             try:
@@ -523,17 +551,20 @@ class View:
         return "".join(out)
 
     @staticmethod
-    def _replay_pager(cid: str, start: int, end: int, n: int, provider: str | None) -> str:
+    def _replay_pager(
+        cid: str, start: int, end: int, n: int, provider: str | None, turn: int | None
+    ) -> str:
         if n <= PAGE_MESSAGES:
             return ""
         older = (
-            f'<a href="{href("/c", id=cid, tab="replay", provider=provider, end=start)}">'
-            f"← earlier {PAGE_MESSAGES}</a>"
+            '<a href="'
+            + href("/c", id=cid, tab="replay", provider=provider, turn=turn, end=start)
+            + f'">← earlier {PAGE_MESSAGES}</a>'
             if start > 0
             else ""
         )
         newer = (
-            f'<a href="{href("/c", id=cid, tab="replay", provider=provider)}">last ⇥</a>'
+            f'<a href="{href("/c", id=cid, tab="replay", provider=provider, turn=turn)}">last ⇥</a>'
             if end < n
             else ""
         )
@@ -541,6 +572,18 @@ class View:
             f'<div class="pager">{older}<span>replayed messages {start + 1:,}–{end:,} of '
             f"{n:,}</span>{newer}</div>"
         )
+
+    def _turns(self, cid: str, stat: Any) -> int:
+        """Turns of a conversation (a genuine user message starts each)."""
+        with self._lock:
+            cached = self._turn_counts.get(cid)
+        if cached is not None and cached[0] == stat.last_seq:
+            return cached[1]
+        messages = self.ws.messages(cid)
+        count = sum(1 for i, m in enumerate(messages) if i and is_genuine_user(m)) + bool(messages)
+        with self._lock:
+            self._turn_counts[cid] = (stat.last_seq, count)
+        return count
 
     def _summary(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
         policy = self.ws.fold_policy
@@ -582,6 +625,7 @@ class View:
             threshold=self.ws.fold_policy.threshold_chars,
             budget_chars=budget_chars,
             snapshots=snaps,
+            link=lambda turn: href("/c", id=cid, tab="replay", turn=turn),
         )
         folds = series[-1]["folds"] if series else 0
         rows = "".join(
@@ -595,9 +639,11 @@ class View:
             '<p class="facts">Replay size after each turn, as the conversation grew message by '
             "message with the automatic fold on (the series <code>bench/bench_fold.py</code> "
             "prints; <code>Workspace.size_series</code>). Each fold drops the replay back: "
-            f"<b>{folds}</b> folds over <b>{len(series):,}</b> turns shown"
+            f"<b>{plural(folds, 'fold')}</b> over <b>{plural(len(series), 'turn')}</b> shown"
             + (" (sampled)" if series and series[-1]["turn"] > len(series) else "")
-            + ".</p>"
+            + ". The lines replay the stored messages under the current fold policy; the "
+            "prompt snapshots (■) are what model calls actually received. Click a point to "
+            "see that turn's replay.</p>"
             + chart
             + "<details><summary>the numbers</summary><table><thead><tr><th class=num>turn"
             "</th><th class=num>messages</th><th class=num>unfolded</th><th class=num>fold "
@@ -623,7 +669,9 @@ class View:
             if key not in groups:
                 order.append(key)
             groups.setdefault(key, []).append(event)
-        cards_out = [f'<p class="facts"><b>{len(order)}</b> compactions, newest first.</p>']
+        cards_out = [
+            f'<p class="facts"><b>{plural(len(order), "compaction")}</b>, newest first.</p>'
+        ]
         for key in reversed(order):
             cards_out.append(self._compaction_card(key, groups[key], cid is None))
         return "".join(cards_out)

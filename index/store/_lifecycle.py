@@ -16,7 +16,7 @@ import glob
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "fold_conversation",
     "lean_replay",
     "read_events",
+    "replay_at_turn",
     "size_series",
 ]
 
@@ -169,33 +170,15 @@ class SizePoint:
         return dataclasses.asdict(self)
 
 
-def size_series(
-    cid: str,
-    messages: Sequence[dict[str, Any]],
-    *,
-    cards: Mapping[tuple[str, int], str],
-    fold_policy: FoldPolicy,
-    summarizer: Summarizer,
-    replay_policy: ReplayPolicy | None = None,
-    max_points: int | None = None,
-) -> list[SizePoint]:
-    """Replay size turn by turn as if ``messages`` had been appended one at a time with the
-    automatic fold on: the sawtooth ``bench/bench_fold.py`` prints and ``leanreplay view``
-    draws. Writes nothing.
-
-    After each message the fold runs when the unsummarized part exceeds the threshold, exactly
-    as `Workspace.append` does; after each turn the replay is measured. ``max_points`` keeps
-    evenly spaced turns plus the turns on both sides of every fold (the sawtooth's edges).
-    """
-    ends = [i - 1 for i in range(1, len(messages)) if is_genuine_user(messages[i])] + [
-        len(messages) - 1
-    ]
-    ends = [e for e in ends if e >= 0]
+def _grow(
+    messages: Sequence[dict[str, Any]], fold_policy: FoldPolicy, summarizer: Summarizer
+) -> Iterator[tuple[int, int, FoldRecord | None]]:
+    """(last index, stored chars, fold) after each turn of ``messages`` appended one by one
+    with the automatic fold on, exactly as `Workspace.append` folds."""
     users = [i for i, m in enumerate(messages) if is_genuine_user(m)]
+    turn_ends = {u - 1 for u in users if u > 0} | {len(messages) - 1}
     fold: FoldRecord | None = None
     unsummarized = total = 0
-    states: list[tuple[int, int, FoldRecord | None]] = []  # (end, stored chars, fold) per turn
-    turn_ends = set(ends)
     for i, message in enumerate(messages):
         chars = content_chars(message)
         total += chars
@@ -218,7 +201,56 @@ def size_series(
                     )
                     unsummarized = sum(content_chars(m) for m in messages[boundary : i + 1])
         if i in turn_ends:
-            states.append((i, total, fold))
+            yield i, total, fold
+
+
+def replay_at_turn(
+    cid: str,
+    messages: Sequence[dict[str, Any]],
+    turn: int,
+    *,
+    cards: Mapping[tuple[str, int], str],
+    fold_policy: FoldPolicy,
+    summarizer: Summarizer,
+    replay_policy: ReplayPolicy | None = None,
+) -> tuple[ReplayResult, SizePoint] | None:
+    """The replay the model received after ``turn`` (1-based) of the growth `size_series`
+    draws, and that turn's point; None when the conversation has fewer turns."""
+    for n, (end, stored, fold) in enumerate(_grow(messages, fold_policy, summarizer), start=1):
+        if n == turn:
+            result = lean_replay(cid, list(messages[: end + 1]), cards, fold, replay_policy)
+            point = SizePoint(
+                turn=n,
+                messages=end + 1,
+                message_id=str(messages[end].get("id")),
+                stored_chars=stored,
+                replay_chars_fold_only=result.chars_in,
+                replay_chars=result.chars_out,
+                folds=fold.generation if fold else 0,
+            )
+            return result, point
+    return None
+
+
+def size_series(
+    cid: str,
+    messages: Sequence[dict[str, Any]],
+    *,
+    cards: Mapping[tuple[str, int], str],
+    fold_policy: FoldPolicy,
+    summarizer: Summarizer,
+    replay_policy: ReplayPolicy | None = None,
+    max_points: int | None = None,
+) -> list[SizePoint]:
+    """Replay size turn by turn as if ``messages`` had been appended one at a time with the
+    automatic fold on: the sawtooth ``bench/bench_fold.py`` prints and ``leanreplay view``
+    draws. Writes nothing.
+
+    After each message the fold runs when the unsummarized part exceeds the threshold, exactly
+    as `Workspace.append` does; after each turn the replay is measured. ``max_points`` keeps
+    evenly spaced turns plus the turns on both sides of every fold (the sawtooth's edges).
+    """
+    states = list(_grow(messages, fold_policy, summarizer))
     keep = set(range(len(states)))
     if max_points is not None and len(states) > max_points:
         keep = _spread(range(len(states)), max_points)

@@ -211,3 +211,21 @@ def test_snapshots_and_series_respect_the_allowlist(tmp_path: Path) -> None:
             ws.size_series("secret")
         with pytest.raises(Exception, match="no conversation 'secret'"):
             ws.snapshots("secret")
+
+
+def test_replay_at_turn_is_what_the_model_received_then(tmp_path: Path) -> None:
+    policy = FoldPolicy(threshold_chars=20_000, keep_last=8, max_summary_chars=1_000)
+    messages = [m for i in range(30) for m in build_turn(i, log_lines=80)]
+    seen = {}
+    with Workspace(tmp_path, fold_policy=policy) as ws:
+        for n, message in enumerate(messages, start=1):
+            ws.append("c", message)
+            if n % 4 == 0:
+                seen[n // 4] = ws.replay("c").messages
+        series = ws.size_series("c")
+        for turn in (1, 7, 18, 30):
+            result, point = ws.replay_at_turn("c", turn)
+            assert result.messages == seen[turn], f"turn {turn} as the model received it"
+            assert point == series[turn - 1]
+        with pytest.raises(Exception, match="has 30 turns; turn 31 is past its end"):
+            ws.replay_at_turn("c", 31)
