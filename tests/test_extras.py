@@ -77,6 +77,20 @@ def test_serve_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     assert "`leanreplay serve` needs the MCP server stack" in result.stderr
 
 
+def test_view_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    result = run_without_mcp(
+        f"""
+        from index.faces.cli import cli
+        cli(["--home", {str(tmp_path / "home")!r}, "view", "--port", "0"])
+        """,
+        tmp_path,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "`leanreplay view` needs the web server stack" in result.stderr
+    assert "pip install 'leanreplay[mcp]'" in result.stderr
+
+
 def test_the_blocker_really_blocks(tmp_path: Path) -> None:
     # Without this, the two tests above would pass vacuously if the blocker matched nothing.
     result = run_without_mcp("import mcp.server.mcpserver", tmp_path)

@@ -449,3 +449,13 @@ def test_message_text_is_escaped_everywhere(
     assert page.locator("ul.hits li").count() > 0
     for link in page.locator("a").all():
         assert not (link.get_attribute("href") or "").lower().startswith("javascript:")
+
+
+def test_view_refuses_a_remote_address_unless_allowed(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from index.faces.cli import cli
+
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path), "view", "--host", "0.0.0.0"])
+    assert result.exit_code == 1
+    assert "0.0.0.0 is not a loopback address" in result.output

@@ -1,4 +1,5 @@
-"""The faces room: the `leanreplay` command line and the MCP server, thin shells over the
+"""The faces room: the `leanreplay` command line, the MCP server and
+the web view (`leanreplay view`), thin shells over the
 `Workspace` facade. Nothing in the library imports this room.
 
 May import: everything in `index`.

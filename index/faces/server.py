@@ -15,7 +15,6 @@ import contextlib
 import hmac
 import importlib.metadata
 import io
-import ipaddress
 import json
 import os
 import re
@@ -57,6 +56,7 @@ import placeholders
 from .._errors import WorkspaceError
 from .._tools import TOOL_NAMES, tool_spec
 from .._workspace import Workspace
+from ._net import is_loopback
 
 __all__ = [
     "MAX_STDIO_FRAME_BYTES",
@@ -323,15 +323,6 @@ def serve_stdio(workspace: Workspace, *, client_roots: bool = False) -> None:
 MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _WILDCARDS = ("0.0.0.0", "::", "")
-
-
-def is_loopback(host: str) -> bool:
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _host_port(host: str, port: int) -> str:

@@ -47,7 +47,7 @@ from ._html import (
     size_chart,
     snippet_html,
 )
-from .server import is_loopback
+from ._net import is_loopback
 
 __all__ = ["ViewSecurity", "build_app", "cookie_name", "is_loopback", "serve"]
 

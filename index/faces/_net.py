@@ -1,0 +1,17 @@
+"""Address rules shared by the HTTP faces (the MCP server and the web view)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+__all__ = ["is_loopback"]
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1, ``[::1]``)."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
