@@ -205,13 +205,17 @@ class View:
                 self._stored[cid] = (last_seq, total)
         return total
 
-    def replay_stats(self, cid: str, last_seq: int) -> dict[str, int]:
+    def replay_stats(self, cid: str, last_seq: int, *, compute: bool = True) -> dict[str, Any]:
+        """Replay size and placeholders of a conversation now (cached until it changes); with
+        ``compute=False`` None for both when not cached yet (the page fetches them later)."""
         fold = self.ws.fold_state(cid)
         key = (last_seq, fold["generation"] if fold else 0)
         with self._lock:
             cached = self._replays.get(cid)
         if cached is not None and cached[0] == key:
             return cached[1]
+        if not compute:
+            return {"replay": None, "placeholders": None, "folds": key[1]}
         result = self.ws.replay(cid)
         stats = {
             "replay": result.chars_out,
@@ -253,7 +257,7 @@ class View:
         shown = rows[(number - 1) * PAGE_CONVERSATIONS : number * PAGE_CONVERSATIONS]
         if not needs_all:
             for row in shown:
-                self._fill(row)
+                self._fill(row, compute=False)
         total_messages = sum(r["messages"] for r in rows)
         body.append(
             f'<h1>Conversations</h1><p class="facts"><b>{len(rows):,}</b> conversations, '
@@ -291,10 +295,10 @@ class View:
                 f'<tr><td><a href="{href("/c", id=row["id"])}">{esc(row["id"])}</a></td>'
                 f'<td class="num">{row["messages"]:,}</td>'
                 f'<td class="num">{chars(row["stored"])}</td>'
-                f'<td class="num">{chars(row["replay"])}</td>'
-                f'<td class="num">{row["folds"]}</td>'
-                f'<td class="num">{row["placeholders"]}</td>'
-                f"<td>{esc(_when(row['stat'].last_written))}</td></tr>"
+                + self._lazy(row)
+                + f'<td class="num">{row["folds"]}</td>'
+                + self._lazy(row, "placeholders")
+                + f"<td>{esc(_when(row['stat'].last_written))}</td></tr>"
             )
         table.append("</tbody></table>")
         body.append("".join(table))
@@ -309,10 +313,20 @@ class View:
         )
         return page("Conversations", "".join(body))
 
-    def _fill(self, row: dict[str, Any]) -> None:
+    def _fill(self, row: dict[str, Any], *, compute: bool = True) -> None:
         stat = row["stat"]
         row["stored"] = self.stored_chars(stat.id, stat.last_seq)
-        row.update(self.replay_stats(stat.id, stat.last_seq))
+        row.update(self.replay_stats(stat.id, stat.last_seq, compute=compute))
+
+    @staticmethod
+    def _lazy(row: dict[str, Any], key: str = "replay") -> str:
+        """A replay cell: the number, or a cell the page's script fills in."""
+        if row[key] is not None:
+            return f'<td class="num {key}">{chars(row[key])}</td>'
+        return (
+            f'<td class="num {key}" data-lazy="{esc(row["id"])}" '
+            'title="replaying this conversation...">…</td>'
+        )
 
     @staticmethod
     def _pager(number: int, pages: int, link: Callable[[int], str]) -> str:
@@ -811,10 +825,19 @@ def build_app(
                 params.get("conversation_id") or "",
                 params.get("message_id") or "",
                 params.get("tool_call_id") or None,
+                offset=_int(params.get("offset"), 0),
             )
         except WorkspaceError as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         return JSONResponse(result)
+
+    def replay_stats(request: Request) -> Response:
+        cid = request.query_params.get("id") or ""
+        try:
+            stat = workspace.conversation_stats(cid)[0]
+            return JSONResponse(view.replay_stats(cid, stat.last_seq))
+        except WorkspaceError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
 
     def static(body: str, media: str) -> Callable[[Request], Response]:
         return lambda request: Response(body, media_type=media)
@@ -824,6 +847,7 @@ def build_app(
         Route("/c", html_page(view.conversation)),
         Route("/c/raw", raw),
         Route("/api/conversation_read", read),
+        Route("/api/replay_stats", replay_stats),
         Route(
             "/snapshots",
             html_page(
