@@ -6,6 +6,7 @@ One server and one browser per module. Every page is screenshotted into a tempor
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -90,6 +91,21 @@ def home() -> Iterator[Path]:
         ws.ingest(swe, conversation_id="swe")
         ws.ingest(transcripts / "tau-bench" / "gpt-4o-airline.json")
         ws.ingest(SAMPLES / "conversation_with_pdf.jsonl", conversation_id="with-pdf")
+        png = base64.b64encode((SAMPLES / "red_64x48.png").read_bytes()).decode()
+        ws.append(
+            "with-image",
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What color is this?"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": png},
+                    },
+                ],
+            },
+        )
+        ws.append("with-image", {"role": "assistant", "content": "Red."})
         for text in XSS:
             ws.append(XSS_ID, {"role": "user", "content": text})
             ws.append(XSS_ID, {"role": "assistant", "content": text})
@@ -315,6 +331,37 @@ def test_history_shows_originals_the_fold_boundary_and_raw_bytes(
     raw = page.request.get(f"{server['base']}c/raw?id=claude&mid={mid}")
     assert raw.text() == stored
     assert json.loads(raw.text()) == original
+
+
+def test_an_inline_image_is_shown_with_its_card(
+    browser: Any, server: dict[str, Any], shots: Path
+) -> None:
+    page = browser
+    page.goto(f"{server['base']}c?id=with-image")
+    image = page.locator("article.msg img.inline")
+    assert image.evaluate("img => [img.complete, img.naturalWidth, img.naturalHeight]") == [
+        True,
+        64,
+        48,
+    ]
+    assert "image/png" in page.locator("article.msg .card").inner_text()
+    page.screenshot(path=str(shots / "5b-image.png"))
+
+
+def test_home_wide_snapshots_and_compactions(
+    browser: Any, server: dict[str, Any], home: Path, shots: Path
+) -> None:
+    page = browser
+    with Workspace(home) as ws:
+        snaps = ws.snapshots()
+        events = ws.compaction_events()
+    page.click("header.top >> text=Prompt snapshots")
+    assert page.locator("table.snapshots tbody tr").count() == len(snaps)
+    page.screenshot(path=str(shots / "13-home-snapshots.png"))
+    page.click("header.top >> text=Compactions")
+    ids = {e["compaction_id"] for e in events}
+    assert page.locator("section.compaction").count() == len(ids)
+    page.screenshot(path=str(shots / "14-home-compactions.png"))
 
 
 def test_an_attachment_shows_as_image_or_card(

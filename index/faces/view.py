@@ -178,6 +178,16 @@ def _int(value: str | None, default: int, low: int = 0) -> int:
         return default
 
 
+def _iso(value: object) -> str:
+    """An ISO time from the logs, as people read it: 2026-11-30 21:20:00.944 UTC."""
+    text = str(value or "")
+    try:
+        moment = datetime.fromisoformat(text).astimezone(UTC)
+    except ValueError:
+        return text or "–"
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+
+
 def _when(unix: float | None) -> str:
     if unix is None:
         return "–"
@@ -696,7 +706,7 @@ class View:
         applied = next((e for e in events if e.get("event") == "compaction.applied"), None)
         first = started or applied or events[0]
         state = "applied" if applied else "started, never applied (the process stopped?)"
-        facts = [("when", first.get("time")), ("state", state)]
+        facts = [("when", _iso(first.get("time"))), ("state", state)]
         if show_cid:
             facts.append(("conversation", first.get("conversation_id") or "(none given)"))
         if started:
@@ -770,7 +780,7 @@ class View:
                 else ""
             )
             rows.append(
-                f"<tr><td>{esc(s.get('time'))}</td>{conv}<td>{esc(s.get('source'))}</td>"
+                f"<tr><td>{esc(_iso(s.get('time')))}</td>{conv}<td>{esc(s.get('source'))}</td>"
                 f'<td class="num">{chars(s.get("messages_stored"))}</td>'
                 f'<td class="num">{chars(s.get("messages_sent"))}</td>'
                 f'<td class="num">{chars(s.get("chars"))}</td>'
@@ -785,7 +795,8 @@ class View:
             f'<p class="facts"><b>{len(snaps)}</b> prompt snapshots (the home keeps the last 50'
             "), newest first. Each is one request as the model received it.</p>"
             f"<table class=snapshots><thead><tr><th>time</th>{conv_head}<th>source</th>"
-            "<th class=num>stored</th><th class=num>sent</th><th class=num>chars</th>"
+            "<th class=num>messages stored</th><th class=num>messages sent</th>"
+            "<th class=num>chars sent</th>"
             "<th class=num>≈ tokens</th><th class=num>budget</th><th class=num>of budget</th>"
             "<th class=num>placeholders</th><th>fold</th><th>compacted</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"
