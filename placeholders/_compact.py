@@ -302,10 +302,10 @@ def compact_turn(
         # Each cut adds its label, so remove that much more, spread by size.
         labels = sum(len(_label(c, f)) for (_, _, c), f in zip(items, fetches, strict=True))
         share = min(1.0, (excess + labels) / total)
-        cut_chars = 0
+        cut_chars = cut_count = 0
         for (i, b, chars), fetch in zip(items, fetches, strict=True):
             keep = int(chars * (1 - share))
-            copy = turn.message(i)
+            current = turn.out[i]
             where = f"[{turn.original[i].get('id', i)}]"
             what = f"{where} {tier} text of {chars:,} chars"
             call: str | None = None
@@ -313,20 +313,26 @@ def compact_turn(
                 owner = next((x for x in result_slots(turn.original[i]) if x.block == b), None)
                 call = owner.tool_call_id if owner is not None else None
                 what = f"{where} result of {call or '?'}: {chars:,} chars"
-            turn.cuts.append(what + (f" -> {fetch}" if fetch else ""))
+            key = "content"
             if b is None:
-                new = _cut(copy["content"], keep, fetch)
-                cut_chars += len(copy["content"]) - len(new)
-                copy["content"] = new
-                turn.target(i, tier, call, chars, len(new), fetch)
+                old = current["content"]
             else:
-                key = "content" if copy["content"][b].get("type") == "tool_result" else "text"
-                new = _cut(copy["content"][b][key], keep, fetch)
-                turn.target(i, tier, call, chars, len(new), fetch)
-                cut_chars += len(copy["content"][b][key]) - len(new)
+                key = "content" if current["content"][b].get("type") == "tool_result" else "text"
+                old = current["content"][b][key]
+            new = _cut(old, keep, fetch)
+            if len(new) >= len(old):
+                continue  # too short to cut: neither a target nor a line of the DATA section
+            copy = turn.message(i)
+            turn.cuts.append(what + (f" -> {fetch}" if fetch else ""))
+            turn.target(i, tier, call, chars, len(new), fetch)
+            cut_chars += len(old) - len(new)
+            cut_count += 1
+            if b is None:
+                copy["content"] = new
+            else:
                 copy["content"][b][key] = new
         if cut_chars:
-            result.actions.append(f"truncated {len(items)} {tier} texts by {cut_chars:,} chars")
+            result.actions.append(f"truncated {cut_count} {tier} texts by {cut_chars:,} chars")
 
     # 3. One structured summary and a continuation reminder.
     if summarizer is not None and result.actions:

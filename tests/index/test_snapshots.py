@@ -144,6 +144,12 @@ def test_compaction_events_are_per_conversation(tmp_path: Path) -> None:
         one = ws.compaction_events("one")
         every = ws.compaction_events()
     assert [e["event"] for e in one] == ["compaction.started", "compaction.applied"]
+    applied = one[1]
+    assert applied["targets"], "the 3,000-line result was cut"
+    for target in applied["targets"]:
+        assert target["chars_after"] < target["chars_before"], "only texts really cut are targets"
+    tool_targets = sum(1 for t in applied["targets"] if t["kind"] == "tool")
+    assert any(a.startswith(f"truncated {tool_targets} tool texts") for a in applied["actions"])
     assert len(every) == 4
     assert {e["conversation_id"] for e in every} == {"one", "two"}
 
