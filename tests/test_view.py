@@ -30,7 +30,7 @@ try:
     from playwright.sync_api import expect
 except ImportError:  # the browser fixture skips (or fails under CI) with the reason
     expect = None
-from placeholders import for_provider, is_placeholder, result_slots
+from placeholders import ReplayPolicy, for_provider, is_placeholder, result_slots
 from tests.conftest import REPO, SAMPLES, in_ci, require_transcripts
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -416,6 +416,23 @@ def test_a_placeholder_expands_to_what_conversation_read_returns(
     page.goto(f"{server['base']}c?id=unfolded&tab=replay&provider=anthropic")
     body = json.loads(page.locator("pre.text").first.text_content() or "")
     assert body == for_provider(result.messages, "anthropic")[-50:]
+
+
+def test_an_agent_loop_ages_its_results_by_assistant_turns(
+    browser: Any, server: dict[str, Any], home: Path
+) -> None:
+    page = browser
+    with Workspace(home) as ws:
+        by_exchange = ws.replay("swe")
+        by_turn = ws.replay("swe", ReplayPolicy(age_unit="assistant_turn"))
+    assert by_exchange.placeholders == 0 < by_turn.placeholders, "one long task: one exchange"
+    page.goto(f"{server['base']}c?id=swe&tab=replay")
+    facts = page.locator("p.facts", has_text="The model").inner_text()
+    assert f"{by_exchange.placeholders} placeholders" in facts
+    page.click("text=assistant turns")
+    assert "age=assistant_turn" in page.url
+    facts = page.locator("p.facts", has_text="The model").inner_text()
+    assert f"{by_turn.placeholders} placeholders stand for {by_turn.elided_chars:,}" in facts
 
 
 def test_the_size_chart_draws_the_fold_series(

@@ -31,7 +31,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import cards
 import placeholders
-from placeholders import CHARS_PER_TOKEN, fold_boundary, for_provider, is_genuine_user
+from placeholders import (
+    CHARS_PER_TOKEN,
+    ReplayPolicy,
+    fold_boundary,
+    for_provider,
+    is_genuine_user,
+)
 
 from .._errors import WorkspaceError
 from .._workspace import Workspace
@@ -482,13 +488,19 @@ class View:
     def _replay(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
         provider = params.get("provider")
         turn = _int(params.get("turn"), 0, low=0) or None
+        age = "assistant_turn" if params.get("age") == "assistant_turn" else None
+        policy = ReplayPolicy(age_unit="assistant_turn") if age else None
+        state = {"id": cid, "tab": "replay", "provider": provider, "turn": turn, "age": age}
+
+        def to(**changes: Any) -> str:
+            return href("/c", **{**state, **changes})
+
         when = ""
         if turn is not None:
-            result, point = self.ws.replay_at_turn(cid, turn)
+            result, point = self.ws.replay_at_turn(cid, turn, policy)
             last_turn = self._turns(cid, stat)
             steps = " · ".join(
-                f'<a href="{href("/c", id=cid, tab="replay", provider=provider, turn=t)}">'
-                f"{label}</a>"
+                f'<a href="{to(turn=t)}">{label}</a>'
                 for t, label in ((turn - 1, f"← turn {turn - 1}"), (turn + 1, f"turn {turn + 1} →"))
                 if 1 <= t <= last_turn
             )
@@ -496,11 +508,10 @@ class View:
                 f'<p class="when">As the model received it <b>after turn {turn:,}</b> of '
                 f"{last_turn:,}: {point.messages:,} messages were stored (the last "
                 f"<code>{esc(point.message_id)}</code>), folded {point.folds}× by then. "
-                f'{steps} · <a href="{href("/c", id=cid, tab="replay", provider=provider)}">'
-                "now</a></p>"
+                f'{steps} · <a href="{to(turn=None)}">now</a></p>'
             )
         else:
-            result = self.ws.replay(cid)
+            result = self.ws.replay(cid, policy)
         messages = result.messages
         n = len(messages)
         end = _int(params.get("end"), n, low=1)
@@ -509,7 +520,7 @@ class View:
         stats = result.stats()
         tokens = int(result.chars_out / CHARS_PER_TOKEN + 0.5)
         views = " · ".join(
-            f'<a href="{href("/c", id=cid, tab="replay", provider=p, turn=turn)}">{esc(label)}</a>'
+            f'<a href="{to(provider=p, end=None)}">{esc(label)}</a>'
             if p != provider
             else f"<b>{esc(label)}</b>"
             for p, label in (
@@ -523,6 +534,7 @@ class View:
             f'<input type="hidden" name="id" value="{esc(cid)}">'
             '<input type="hidden" name="tab" value="replay">'
             + (f'<input type="hidden" name="provider" value="{esc(provider)}">' if provider else "")
+            + (f'<input type="hidden" name="age" value="{esc(age)}">' if age else "")
             + '<label>what did the model see after turn <input type="number" name="turn" min="1" '
             f'value="{turn or ""}"></label> <button>show</button></form>'
         )
@@ -537,8 +549,17 @@ class View:
             f"{chars(result.elided_chars)} chars. Highlighted placeholders fetch their "
             "original when clicked.</p>",
             f'<p class="facts">{views}</p>',
+            '<p class="facts">Tool results age by '
+            + (
+                f'<a href="{to(age=None)}">user exchanges</a> · <b>assistant turns</b> '
+                "(for single-task agent loops)"
+                if age
+                else f'<b>user exchanges</b> · <a href="{to(age="assistant_turn")}">assistant '
+                "turns</a> (for single-task agent loops)"
+            )
+            + "</p>",
         ]
-        pager = self._replay_pager(cid, start, end, n, provider, turn)
+        pager = self._replay_pager(start, end, n, to)
         out.append(pager)
         if provider in ("anthropic", "openai"):
             try:
@@ -575,23 +596,11 @@ class View:
         return "".join(out)
 
     @staticmethod
-    def _replay_pager(
-        cid: str, start: int, end: int, n: int, provider: str | None, turn: int | None
-    ) -> str:
+    def _replay_pager(start: int, end: int, n: int, to: Callable[..., str]) -> str:
         if n <= PAGE_MESSAGES:
             return ""
-        older = (
-            '<a href="'
-            + href("/c", id=cid, tab="replay", provider=provider, turn=turn, end=start)
-            + f'">← earlier {PAGE_MESSAGES}</a>'
-            if start > 0
-            else ""
-        )
-        newer = (
-            f'<a href="{href("/c", id=cid, tab="replay", provider=provider, turn=turn)}">last ⇥</a>'
-            if end < n
-            else ""
-        )
+        older = f'<a href="{to(end=start)}">← earlier {PAGE_MESSAGES}</a>' if start > 0 else ""
+        newer = f'<a href="{to(end=None)}">last ⇥</a>' if end < n else ""
         return (
             f'<div class="pager">{older}<span>replayed messages {start + 1:,}–{end:,} of '
             f"{n:,}</span>{newer}</div>"
@@ -761,6 +770,16 @@ class View:
             f'<dl class="kv">{kv}</dl>{table}</section>'
         )
 
+    @staticmethod
+    def _stored_link(snapshot: Mapping[str, Any]) -> str:
+        """Messages stored when the snapshot was taken, linking to the last of them."""
+        count = chars(snapshot.get("messages_stored"))
+        last = snapshot.get("last_message_id")
+        if not last:
+            return f'<td class="num">{count}</td>'
+        link = href("/c", id=snapshot.get("conversation_id"), at=last)
+        return f'<td class="num"><a href="{link}#target">{count}</a></td>'
+
     def _snapshots(self, cid: str | None, params: Any, stat: Any, fold: Any) -> str:
         snaps = self.ws.snapshots(cid)
         if not snaps:
@@ -781,8 +800,8 @@ class View:
             )
             rows.append(
                 f"<tr><td>{esc(_iso(s.get('time')))}</td>{conv}<td>{esc(s.get('source'))}</td>"
-                f'<td class="num">{chars(s.get("messages_stored"))}</td>'
-                f'<td class="num">{chars(s.get("messages_sent"))}</td>'
+                + self._stored_link(s)
+                + f'<td class="num">{chars(s.get("messages_sent"))}</td>'
                 f'<td class="num">{chars(s.get("chars"))}</td>'
                 f'<td class="num">{chars(s.get("estimated_tokens"))}</td>'
                 f'<td class="num">{chars(budget)}</td><td class="num">{share}</td>'
