@@ -401,16 +401,13 @@ def test_a_placeholder_expands_to_what_conversation_read_returns(
     call = button.get_attribute("data-call") or None
     page.screenshot(path=str(shots / "6-replay.png"))
     button.click()
-    revealed = page.locator(".revealed pre.original").first
-    revealed.wait_for()
     with Workspace(home) as ws:
-        original = ws.conversation_read("unfolded", mid, call)["content"]
-    want = (
-        original
-        if isinstance(original, str)
-        else json.dumps(original, indent=2, ensure_ascii=False)
-    )
-    assert revealed.text_content() == want
+        read = ws.conversation_read("unfolded", mid, call)
+    label = page.locator(".revealed .label").first
+    # the text arrives through fetch: wait for the label that says it came
+    expect(label).to_contain_text(f"{len(read['content']):,} of {read['total_chars']:,} chars")
+    revealed = page.locator(".revealed pre.original").first
+    assert revealed.text_content() == read["content"]
     revealed.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "7-replay-placeholder-opened.png"))
     page.goto(f"{server['base']}c?id=unfolded&tab=replay&provider=anthropic")

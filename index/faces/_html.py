@@ -529,8 +529,8 @@ async function reveal(button) {
       pre.textContent += data.content;
       offset = data.offset + data.content.length;
       label.textContent = "original, from conversation_read(message_id=" +
-        JSON.stringify(button.dataset.mid) + "): " + offset.toLocaleString() + " of " +
-        data.total_chars.toLocaleString() + " chars";
+        JSON.stringify(button.dataset.mid) + "): " + offset.toLocaleString("en-US") + " of " +
+        data.total_chars.toLocaleString("en-US") + " chars";
       if (data.next) {
         const next = document.createElement("button");
         next.type = "button";
