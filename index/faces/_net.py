@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 
-__all__ = ["is_loopback"]
+__all__ = ["MIN_TOKEN_CHARS", "is_loopback"]
+
+MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
 
 
 def is_loopback(host: str) -> bool:

@@ -638,14 +638,32 @@ def view(
     """
     web = _view_module()
     host = host.strip("[]")
-    if not web.is_loopback(host) and not allow_remote:
+    loopback = web.is_loopback(host)
+    if not loopback and not allow_remote:
         raise click.ClickException(
             f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
+        )
+    if no_auth and not loopback:
+        raise click.ClickException(
+            f"--no-auth serves anyone who reaches {host}; it is allowed only on a loopback "
+            "address. Drop --no-auth (a token is generated) or bind 127.0.0.1"
+        )
+    if token is not None and len(token) < web.MIN_TOKEN_CHARS:
+        raise click.ClickException(
+            f"the token has {len(token)} chars, fewer than {web.MIN_TOKEN_CHARS}; use a long "
+            "random one (openssl rand -hex 32), or give none to have one generated"
         )
     if no_auth:
         token = None
     elif token is None:
-        token = secrets.token_urlsafe(24)
+        token = secrets.token_urlsafe(32)
+    if not loopback:
+        click.echo(
+            f"warning: serving the view on {host}, beyond this machine: anyone who can reach it "
+            "and holds the token reads your history; the traffic is plain HTTP, so prefer an "
+            "SSH tunnel or a TLS proxy",
+            err=True,
+        )
     with workspace(ctx) as ws:
         try:
             web.serve(

@@ -56,7 +56,7 @@ import placeholders
 from .._errors import WorkspaceError
 from .._tools import TOOL_NAMES, tool_spec
 from .._workspace import Workspace
-from ._net import is_loopback
+from ._net import MIN_TOKEN_CHARS, is_loopback
 
 __all__ = [
     "MAX_STDIO_FRAME_BYTES",
@@ -320,7 +320,6 @@ def serve_stdio(workspace: Workspace, *, client_roots: bool = False) -> None:
     build_server(workspace, client_roots=client_roots).run("stdio")
 
 
-MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _WILDCARDS = ("0.0.0.0", "::", "")
 

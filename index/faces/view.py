@@ -53,9 +53,9 @@ from ._html import (
     size_chart,
     snippet_html,
 )
-from ._net import is_loopback
+from ._net import MIN_TOKEN_CHARS, is_loopback
 
-__all__ = ["ViewSecurity", "build_app", "cookie_name", "is_loopback", "serve"]
+__all__ = ["MIN_TOKEN_CHARS", "ViewSecurity", "build_app", "cookie_name", "is_loopback", "serve"]
 
 PAGE_MESSAGES = 50
 PAGE_CONVERSATIONS = 50
