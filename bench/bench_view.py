@@ -30,6 +30,7 @@ from index import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
+TOKEN = "bench-view-token-of-at-least-32-chars"
 BIG = 100_000
 SMALL = 1_000
 
@@ -89,7 +90,7 @@ def main() -> None:
             stderr=subprocess.PIPE,
             text=True,
             cwd=str(ROOT),
-            env={**os.environ, "PYTHONPATH": str(ROOT), "LEANREPLAY_TOKEN": "bench"},
+            env={**os.environ, "PYTHONPATH": str(ROOT), "LEANREPLAY_TOKEN": TOKEN},
         )
         assert process.stderr is not None
         found = re.search(r":(\d+)/", process.stderr.readline())
@@ -105,10 +106,13 @@ def main() -> None:
                 "history_100k_search_hit": "/c?id=big&at=m100001",
                 "search": "/?q=zebra-needle",
                 "summary_100k": "/c?id=big&tab=summary",
+                "replay_100k_unfolded": "/c?id=big&tab=replay",
+                "size_chart_100k": "/c?id=big&tab=size",
+                "size_chart_100k_again": "/c?id=big&tab=size",
             }
             timings = {}
             for name, path in pages.items():
-                runs = [get(port, "bench", path) for _ in range(3 if "again" in name else 1)]
+                runs = [get(port, TOKEN, path) for _ in range(3 if "again" in name else 1)]
                 assert all(status == 200 for _, status, _ in runs), (name, runs)
                 timings[name] = {
                     "seconds": round(statistics.median(r[0] for r in runs), 3),

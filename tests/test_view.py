@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from index import Workspace
+from index.faces.view import SERIES_POINTS
 
 try:
     from playwright.sync_api import expect
@@ -437,7 +438,7 @@ def test_the_size_chart_draws_the_fold_series(
 ) -> None:
     page = browser
     with Workspace(home) as ws:
-        series = [p.to_dict() for p in ws.size_series("claude", max_points=400)]
+        series = [p.to_dict() for p in ws.size_series("claude", max_points=SERIES_POINTS)]
         snaps = ws.snapshots("claude")
     page.goto(f"{server['base']}c?id=claude&tab=size")
     points = page.locator("svg.chart circle.pt")

@@ -55,11 +55,19 @@ from ._html import (
 )
 from ._net import MIN_TOKEN_CHARS, is_loopback
 
-__all__ = ["MIN_TOKEN_CHARS", "ViewSecurity", "build_app", "cookie_name", "is_loopback", "serve"]
+__all__ = [
+    "MIN_TOKEN_CHARS",
+    "SERIES_POINTS",
+    "ViewSecurity",
+    "build_app",
+    "cookie_name",
+    "is_loopback",
+    "serve",
+]
 
 PAGE_MESSAGES = 50
 PAGE_CONVERSATIONS = 50
-SERIES_POINTS = 400
+SERIES_POINTS = 150  # turns drawn at most, plus both sides of up to 75 folds
 LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -209,6 +217,7 @@ class View:
         self._stored: dict[str, tuple[int, int]] = {}  # cid -> (last seq, chars)
         self._replays: dict[str, tuple[tuple[int, int], dict[str, int]]] = {}
         self._turn_counts: dict[str, tuple[int, int]] = {}
+        self._series: dict[str, tuple[int, list[dict[str, Any]]]] = {}
 
     # numbers behind the list
 
@@ -649,7 +658,14 @@ class View:
         )
 
     def _size(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
-        series = [p.to_dict() for p in self.ws.size_series(cid, max_points=SERIES_POINTS)]
+        with self._lock:
+            cached = self._series.get(cid)
+        if cached is not None and cached[0] == stat.last_seq:
+            series = cached[1]
+        else:  # the store is append-only: the series changes only when messages arrive
+            series = [p.to_dict() for p in self.ws.size_series(cid, max_points=SERIES_POINTS)]
+            with self._lock:
+                self._series[cid] = (stat.last_seq, series)
         snaps = self.ws.snapshots(cid)
         budgets = [int(s["budget_tokens"]) for s in snaps if s.get("budget_tokens")]
         budget_chars = int(budgets[-1] * CHARS_PER_TOKEN) if budgets else None
