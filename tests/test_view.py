@@ -523,11 +523,19 @@ def test_message_text_is_escaped_everywhere(
         assert not (link.get_attribute("href") or "").lower().startswith("javascript:")
 
 
-def test_view_refuses_a_remote_address_unless_allowed(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "0.0.0.0 is not a loopback address"),
+        (["--host", "0.0.0.0", "--allow-remote", "--no-auth"], "allowed only on a loopback"),
+        (["--token", "short"], "the token has 5 chars, fewer than 32"),
+    ],
+)
+def test_view_refuses_unsafe_settings(tmp_path: Path, args: list[str], message: str) -> None:
     from click.testing import CliRunner
 
     from index.faces.cli import cli
 
-    result = CliRunner().invoke(cli, ["--home", str(tmp_path), "view", "--host", "0.0.0.0"])
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path), "view", *args])
     assert result.exit_code == 1
-    assert "0.0.0.0 is not a loopback address" in result.output
+    assert message in result.output
