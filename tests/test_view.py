@@ -87,7 +87,8 @@ def home() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="leanreplay-view-"))
     with Workspace(folder, [SAMPLES]) as ws:
         (claude,) = ws.ingest(largest_claude_session(transcripts), conversation_id="claude")
-        assert ws.fold(claude).folded
+        ws.fold(claude)  # ingest may have folded it already
+        assert ws.fold_state(claude) is not None
         ws.ingest(
             transcripts / "claude-code-m-claude" / "554b9fa6-f719-40e8-ba70-beee69bd60b5.jsonl",
             conversation_id="unfolded",
