@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._archive import ARCHIVE_TOOLS, archive_facts, zip_entries
-from ._detect import HEAD_BYTES, Kind, kind_of, sniff
+from ._detect import HEAD_BYTES, Kind, kind_of, named_text, sniff
 from ._document import DOC_TOOLS, doc_kind, document_facts
 from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
 from ._image import image_facts
@@ -206,9 +206,16 @@ _ARCHIVE_READERS = (
 def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> Card:
     head = os.pread(fd, HEAD_BYTES, 0)
     mime, charset = sniff(head)
-    kind = kind_of(mime)
     facts: dict[str, Any] = {}
     notes: list[str] = []
+    promised = named_text(name, head, mime)
+    if promised is not None:
+        notes.append(
+            f"libmagic took the first bytes for {mime}; the name and the bytes say text, so it "
+            "is read as text"
+        )
+        mime, charset = promised, "utf-8"
+    kind = kind_of(mime)
     if light:
         pass
     elif kind == "pdf":

@@ -7,7 +7,7 @@ from typing import Literal
 
 import magic
 
-__all__ = ["HEAD_BYTES", "Kind", "kind_of", "sniff"]
+__all__ = ["HEAD_BYTES", "Kind", "kind_of", "named_text", "sniff"]
 
 HEAD_BYTES = 16 * 1024  # enough for libmagic to see OOXML part names; constant per card
 
@@ -92,3 +92,43 @@ def kind_of(mime: str) -> Kind:
     if mime.startswith("video/"):
         return "video"
     return "binary"
+
+
+# Names that promise text. libmagic guesses from a few leading bytes, and a short text file can
+# look like a binary format to it ("P1\t0" is a PBM image header); such a name, with bytes
+# that really are text, wins.
+_TEXT_NAMES = {
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".txt": "text/plain",
+    ".log": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".json": "application/json",
+    ".jsonl": "application/x-ndjson",
+    ".ndjson": "application/x-ndjson",
+    ".yaml": "text/plain",
+    ".yml": "text/plain",
+    ".toml": "text/plain",
+    ".ini": "text/plain",
+    ".sql": "text/plain",
+}
+_CONTROL = frozenset(range(32)) - {9, 10, 12, 13}
+
+
+def named_text(name: str, head: bytes, mime: str) -> str | None:
+    """The text type a file's name promises, when libmagic said otherwise and the head is
+    clean UTF-8 text (no control characters but tab, newlines and form feed); else None."""
+    if kind_of(mime) in ("text", "pdf") or not head:  # an all-ASCII PDF is still a PDF
+        return None
+    dot = name.rfind(".")
+    promised = _TEXT_NAMES.get(name[dot:].lower()) if dot > 0 else None
+    if promised is None or _CONTROL.intersection(head):
+        return None
+    for cut in range(4):  # the head may end inside a multi-byte character
+        try:
+            head[: len(head) - cut].decode("utf-8")
+            return promised
+        except UnicodeDecodeError:
+            continue
+    return None

@@ -284,3 +284,36 @@ def test_card_for_descriptor_reads_the_open_file_not_the_path(
             card_for_descriptor(dir_fd, path=str(tmp_path))
     finally:
         os.close(dir_fd)
+
+
+@pytest.mark.parametrize(
+    ("content", "guess"),
+    [("P1\t0\nv00\tv01\n", "image/x-portable-bitmap"), ("Vࠀ,0\nv00,v01\n", "audio/x-mp4a-latm")],
+    ids=["pbm-header", "mp4a"],
+)
+def test_a_short_csv_that_libmagic_takes_for_binary_is_still_a_table(
+    tmp_path: Path, content: str, guess: str
+) -> None:
+    # Found by the CSV round-trip property: libmagic guesses from a few bytes.
+    path = tmp_path / "data.csv"
+    path.write_text(content, encoding="utf-8")
+    card = card_for(path)
+    assert (card.kind, card.facts["table"], card.facts["columns"]) == ("text", "csv", 2)
+    assert "table_read" in card.tools
+    assert any(guess in w and "read as text" in w for w in card.warnings)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("data.csv", bytes.fromhex("89504e470d0a1a0a0000000d49484452"), "image"),
+        ("notes.txt", b"%PDF-1.4\n1 0 obj\n<< >>\nendobj\ntrailer\n<< >>\n%%EOF\n", "pdf"),
+    ],
+    ids=["png-named-csv", "ascii-pdf-named-txt"],
+)
+def test_a_text_name_does_not_make_binary_bytes_text(
+    tmp_path: Path, name: str, content: bytes, kind: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert card_for(path).kind == kind
