@@ -65,7 +65,7 @@ from .store._lifecycle import (
     size_series,
 )
 from .store._pages import MAX_READ_CHARS, page, readable
-from .store._store import ConversationInfo, FoldRecord, Store, StoredMessage, check_id
+from .store._store import ConversationInfo, FoldRecord, Store, StoredMessage, check_id, plain_json
 from .tools._archives import extract_member, list_archive
 from .tools._docs import iter_parts
 from .tools._images import view_image
@@ -395,13 +395,18 @@ class Workspace:
                 unsummarized = sum(sizes[start:end])
         return folds
 
-    def append(self, conversation_id: str, message: Mapping[str, Any]) -> str:
+    def append(self, conversation_id: str, message: Mapping[str, Any] | Any) -> str:
         """Store one message at the end of a conversation (created if new); returns its id.
 
+        ``message`` is a dict in a provider's shape, or a provider SDK object as it came back
+        (Anthropic ``Message``, OpenAI ``ChatCompletionMessage``, a Responses output item), or
+        a dict holding such objects (``{"role": "assistant", "content": response.content}``):
+        anything with ``model_dump`` is stored as its JSON form without ``None`` fields.
         Inline attachments are saved under the home; when the unsummarized part of the
         conversation grows past the fold threshold, the prefix is folded (``auto_fold``).
         """
         cid = self._visible(conversation_id)
+        message = plain_json(message)
         saved = AttachmentSaver(self.attachments_dir)
         saved(message)  # before the transaction: the write lock is not held for the copy
         mid = self.store.append(cid, [message], attachments=saved)[0]

@@ -29,7 +29,7 @@ from ._fold import (
 )
 from ._overflow import call_with_overflow_retry, continuation_allowed, is_context_overflow
 from ._pairing import SPLIT_KEY, STUB_TEXT, check_pairing, repair_pairing
-from ._payload import MESSAGE_KEYS, for_provider
+from ._payload import MESSAGE_KEYS, PROVIDERS, Provider, for_provider
 from ._replay import (
     CACHE_READ,
     CACHE_WRITE,
@@ -51,7 +51,14 @@ from ._replay import (
     replay,
     stale_before,
 )
-from ._shapes import content_chars, is_genuine_user, is_meta, result_slots, tool_calls
+from ._shapes import (
+    content_chars,
+    is_genuine_user,
+    is_meta,
+    result_slots,
+    role_of,
+    tool_calls,
+)
 from ._windows import PairWindow, PairWindowError, last_turns
 
 __all__ = [
@@ -76,9 +83,11 @@ __all__ = [
     "MESSAGE_KEYS",
     "OfflineSummarizer",
     "PLACEHOLDER_MARKER",
+    "PROVIDERS",
     "PairWindow",
     "PairWindowError",
     "PlaceholderError",
+    "Provider",
     "ReplayPolicy",
     "ReplayResult",
     "SPLIT_KEY",
@@ -105,6 +114,7 @@ __all__ = [
     "repair_pairing",
     "replay",
     "result_slots",
+    "role_of",
     "stale_before",
     "structured_summary",
     "tool_calls",

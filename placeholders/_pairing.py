@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._shapes import result_slots, tool_calls
+from ._shapes import ITEM_ROLES, result_slots, role_of, tool_calls
 
 __all__ = ["BLOCK_IDS_KEY", "SPLIT_KEY", "STUB_TEXT", "check_pairing", "repair_pairing"]
 
@@ -22,19 +22,20 @@ def check_pairing(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     system messages.
     """
     problems: list[str] = []
-    first = next((i for i, m in enumerate(messages) if m.get("role") not in _SYSTEM_ROLES), None)
-    if first is not None and messages[first].get("role") != "user":
+    first = next((i for i, m in enumerate(messages) if role_of(m) not in _SYSTEM_ROLES), None)
+    if first is not None and role_of(messages[first]) != "user":
         problems.append(
             f"message {first} is the first after the system prompt but has role "
-            f"{messages[first].get('role')!r}; a replay must start with a user turn"
+            f"{role_of(messages[first])!r}; a replay must start with a user turn"
         )
     open_calls: dict[str, int] = {}  # call id -> index of the assistant message
     i = 0
     while i < len(messages):
         message = messages[i]
-        role = message.get("role")
+        role = role_of(message)
         if role == "assistant":
-            _close(open_calls, problems)
+            if not (i and continues_turn(messages[i - 1], message)):
+                _close(open_calls, problems)
             # Providers pair results with the calls right before them, so an id may recur in
             # a later turn (recorded logs do this) but never twice in one message.
             for call_id, _ in tool_calls(message):
@@ -67,6 +68,20 @@ def check_pairing(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         i += 1
     _close(open_calls, problems)
     return problems
+
+
+def _is_item(message: Mapping[str, Any]) -> bool:
+    return "role" not in message and message.get("type") in ITEM_ROLES
+
+
+def continues_turn(previous: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
+    """True when ``message`` is one more Responses item of the assistant turn ``previous`` is
+    in (reasoning, function calls and an assistant message come as separate items)."""
+    return (
+        role_of(previous) == "assistant"
+        and role_of(message) == "assistant"
+        and (_is_item(previous) or _is_item(message))
+    )
 
 
 def _close(open_calls: dict[str, int], problems: list[str]) -> None:
@@ -168,16 +183,26 @@ def _pair(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
     out: list[dict[str, Any]] = []
     dropped = stubbed = 0
     pending: dict[str, None] = {}  # calls of the last assistant message still unanswered
-    anthropic_calls = False
+    shape = "openai"  # of those calls: "openai", "anthropic" or "responses"
 
     def close() -> None:
         nonlocal stubbed
         if not pending:
             return
         stubbed += len(pending)
-        if anthropic_calls:
+        if shape == "anthropic":
             blocks = [_stub_block(cid) for cid in pending]
             out.append({"role": "user", "content": blocks, "meta": True, "stub": True})
+        elif shape == "responses":
+            for cid in pending:
+                out.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": cid,
+                        "output": STUB_TEXT,
+                        "stub": True,
+                    }
+                )
         else:
             for cid in pending:
                 out.append(
@@ -185,12 +210,15 @@ def _pair(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
                 )
         pending.clear()
 
+    previous: Mapping[str, Any] | None = None
     for original in messages:
         message = original if isinstance(original, dict) else dict(original)
-        role = message.get("role")
+        role = role_of(message)
+        continues = previous is not None and continues_turn(previous, message)
+        previous = message
         if role == "tool":
-            call = message.get("tool_call_id")
-            if isinstance(call, str) and call in pending:
+            call = result_slots(message)[0].tool_call_id
+            if call in pending:
                 del pending[call]
                 out.append(message)
             else:
@@ -214,7 +242,7 @@ def _pair(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
             for slot in slots:
                 pending.pop(slot.tool_call_id, None)
             # Stubs for calls this message left unanswered go into the same message.
-            if pending and anthropic_calls:
+            if pending and shape == "anthropic":
                 stubbed += len(pending)
                 message = {
                     **message,
@@ -226,10 +254,22 @@ def _pair(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
             close()
             out.append(message)
             continue
+        if continues:  # one more item of the same Responses turn
+            out.append(message)
+            pending.update((cid, None) for cid, _ in tool_calls(message))
+            if _is_item(message):
+                shape = "responses"
+            continue
         close()
         out.append(message)
         if role == "assistant":
             pending = {cid: None for cid, _ in tool_calls(message)}
-            anthropic_calls = not message.get("tool_calls")
+            shape = (
+                "responses"
+                if _is_item(message)
+                else "openai"
+                if message.get("tool_calls")
+                else "anthropic"
+            )
     close()
     return out, dropped, stubbed

@@ -18,11 +18,13 @@ from typing import Any, Literal
 from ._errors import InvalidMessagesError
 from ._pairing import BLOCK_IDS_KEY, repair_pairing
 from ._shapes import (
+    ITEM_ROLES,
     ResultSlot,
     block_chars,
     content_chars,
     is_genuine_user,
     result_slots,
+    role_of,
     tool_calls,
 )
 
@@ -295,8 +297,10 @@ def replay(
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidMessagesError(f"messages must be a list, got {type(messages).__name__}")
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
-            raise InvalidMessagesError(f"message {i} is not a dict with a string 'role'")
+        if not isinstance(message, Mapping) or role_of(message) is None:
+            raise InvalidMessagesError(
+                f"message {i} is not a dict with a string 'role' (or a Responses item 'type')"
+            )
     messages, notes = repair_pairing(messages)
     sizes = [content_chars(m) for m in messages]
     chars_in = sum(sizes)
@@ -353,8 +357,8 @@ def _cache_aware(
     n = len(messages)
     # Decision points: each past request (the prefix before an assistant message) and the
     # current one (the whole list, unless it ends with an assistant message).
-    points = [j for j in range(1, n) if messages[j].get("role") == "assistant"]
-    if n and messages[n - 1].get("role") != "assistant":
+    points = [j for j in range(1, n) if _turn_start(messages, j)]
+    if n and role_of(messages[n - 1]) != "assistant":
         points.append(n)
     if not points:
         return []
@@ -386,7 +390,7 @@ def _cache_aware(
         for j in range(seen, point):
             if is_genuine_user(messages[j]):
                 starts.append(j)
-            elif messages[j].get("role") == "assistant":
+            elif _turn_start(messages, j):
                 turns.append(j)
         seen = point
         cutoff = _boundary(starts, turns, point, policy)
@@ -417,8 +421,22 @@ def _cache_aware(
 def stale_before(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
     """Index where the protected recent part starts; tool results before it are stale."""
     starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
-    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    turns = [i for i in range(len(messages)) if _turn_start(messages, i)]
     return _boundary(starts, turns, len(messages), policy)
+
+
+def _turn_start(messages: Sequence[Mapping[str, Any]], i: int) -> bool:
+    """An assistant message, or the first of a run of Responses items of one assistant turn
+    (reasoning, function calls and the message that come back from one request)."""
+    if role_of(messages[i]) != "assistant":
+        return False
+    if i == 0 or role_of(messages[i - 1]) != "assistant":
+        return True
+    return not any(_is_item(m) for m in (messages[i - 1], messages[i]))
+
+
+def _is_item(message: Mapping[str, Any]) -> bool:
+    return "role" not in message and message.get("type") in ITEM_ROLES
 
 
 def _boundary(starts: list[int], turns: list[int], end: int, policy: ReplayPolicy) -> int:
@@ -456,8 +474,8 @@ def _items(
     names: dict[str, str] = {}  # tool name of each call, from the assistant message before it
     for i in range(end):
         message = messages[i]
-        if message.get("role") == "assistant":
-            names = dict(tool_calls(message))
+        if role_of(message) == "assistant":
+            names.update(tool_calls(message))  # a Responses turn is several items
             if policy.elide_inputs:
                 items += _input_items(i, message, policy, conversation_id)
             continue
@@ -665,13 +683,12 @@ def _apply(messages: Sequence[Mapping[str, Any]], chosen: list[_Item]) -> list[d
         if item.kind == "result":
             slot = item.slot
             assert slot is not None
+            part = "input_text" if slot.key == "output" else "text"  # Responses outputs
             new_content: Any = (
-                [{"type": "text", "text": item.text}]
-                if isinstance(slot.content, list)
-                else item.text
+                [{"type": part, "text": item.text}] if isinstance(slot.content, list) else item.text
             )
             if slot.block is None:
-                message["content"] = new_content
+                message[slot.key] = new_content
             else:
                 block = dict(message["content"][slot.block])
                 block["content"] = new_content

@@ -1,7 +1,10 @@
-"""Reading OpenAI Chat Completions and Anthropic Messages shapes without converting them.
+"""Reading the providers' message shapes without converting them: OpenAI Chat Completions,
+Anthropic Messages and OpenAI Responses API input items.
 
-Both shapes are plain dicts; these helpers find tool calls, tool results and genuine user input
-in either, so the rest of the package never branches on the provider.
+All three are plain dicts; these helpers find tool calls, tool results and genuine user input
+in any of them, so the rest of the package never branches on the provider. A Responses item
+without a ``role`` (``function_call``, ``function_call_output``, ``reasoning``) has the role
+`role_of` gives it: the first and last are the assistant's, the output is the tool's.
 """
 
 from __future__ import annotations
@@ -20,9 +23,17 @@ __all__ = [
     "is_meta",
     "one_line",
     "result_slots",
+    "role_of",
     "text_of",
     "tool_calls",
 ]
+
+#: Responses API input items that carry no ``role``, and the role each stands in for.
+ITEM_ROLES = {
+    "function_call": "assistant",
+    "reasoning": "assistant",
+    "function_call_output": "tool",
+}
 
 Message = Mapping[str, Any]
 
@@ -46,6 +57,7 @@ class ResultSlot:
     tool_call_id: str
     content: Any
     is_error: bool
+    key: str = "content"  # where the result sits: "output" in a Responses function_call_output
 
     def chars(self) -> int:
         """Codepoints of text plus the length of inline image data: what eliding saves."""
@@ -54,6 +66,15 @@ class ResultSlot:
     def text(self) -> str:
         """The text parts, joined; images and other blocks are left out."""
         return _value_text(self.content)
+
+
+def role_of(message: Message) -> str | None:
+    """The message's ``role``, or for a role-less Responses item the role it stands in for."""
+    role = message.get("role")
+    if isinstance(role, str):
+        return role
+    kind = message.get("type")
+    return ITEM_ROLES.get(kind) if isinstance(kind, str) else None
 
 
 def is_meta(message: Message) -> bool:
@@ -75,7 +96,7 @@ def is_genuine_user(message: Message) -> bool:
             kind = block.get("type")
             if kind == "tool_result":
                 continue
-            if kind == "text":
+            if kind in ("text", "input_text"):
                 text = block.get("text")
                 if (
                     isinstance(text, str)
@@ -90,6 +111,11 @@ def is_genuine_user(message: Message) -> bool:
 
 def tool_calls(message: Message) -> Iterator[tuple[str, str]]:
     """``(call id, tool name)`` of every tool call an assistant message makes."""
+    if message.get("type") == "function_call" and "role" not in message:
+        call_id, name = message.get("call_id"), message.get("name")
+        if isinstance(call_id, str):
+            yield call_id, name if isinstance(name, str) else "unknown"
+        return
     if message.get("role") != "assistant":
         return
     for call in message.get("tool_calls") or ():
@@ -111,6 +137,17 @@ def tool_calls(message: Message) -> Iterator[tuple[str, str]]:
 
 def result_slots(message: Message) -> list[ResultSlot]:
     """Every tool result a message carries, in order."""
+    if message.get("type") == "function_call_output" and "role" not in message:
+        call_id = message.get("call_id")
+        return [
+            ResultSlot(
+                None,
+                call_id if isinstance(call_id, str) else "",
+                message.get("output"),
+                False,
+                "output",
+            )
+        ]
     role = message.get("role")
     if role == "tool":
         call_id = message.get("tool_call_id")
@@ -149,7 +186,9 @@ def text_of(message: Message) -> str:
         return " ".join(
             b["text"]
             for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+            if isinstance(b, Mapping)
+            and b.get("type") in ("text", "input_text", "output_text")
+            and isinstance(b.get("text"), str)
         )
     return ""
 
@@ -163,6 +202,15 @@ def one_line(text: str, limit: int) -> str:
 def content_chars(message: Message) -> int:
     """Size of what a message carries, in codepoints: text, tool input, inline data."""
     total = _value_chars(message.get("content"))
+    if "role" not in message:  # Responses items
+        kind = message.get("type")
+        if kind == "function_call":
+            args = message.get("arguments")
+            total += len(args) if isinstance(args, str) else 0
+        elif kind == "function_call_output":
+            total += _value_chars(message.get("output"))
+        elif kind == "reasoning":
+            total += _value_chars(message.get("summary"))
     for call in message.get("tool_calls") or ():
         if isinstance(call, Mapping):
             function = call.get("function")
@@ -189,9 +237,15 @@ def block_chars(block: Any) -> int:
     if not isinstance(block, Mapping):
         return 0
     kind = block.get("type")
-    if kind == "text":
+    if kind in ("text", "input_text", "output_text", "summary_text", "reasoning_text"):
         text = block.get("text")
         return len(text) if isinstance(text, str) else 0
+    if kind == "input_image":
+        url = block.get("image_url")
+        return len(url) if isinstance(url, str) else 0
+    if kind == "input_file":
+        data = block.get("file_data")
+        return len(data) if isinstance(data, str) else 0
     if kind == "tool_result":
         return _value_chars(block.get("content"))
     if kind in ("tool_use", "server_tool_use"):
@@ -222,7 +276,7 @@ def _value_text(value: Any) -> str:
         for block in value:
             if isinstance(block, str):
                 parts.append(block)
-            elif isinstance(block, Mapping) and block.get("type") == "text":
+            elif isinstance(block, Mapping) and block.get("type") in ("text", "input_text"):
                 text = block.get("text")
                 if isinstance(text, str):
                     parts.append(text)

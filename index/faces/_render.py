@@ -19,7 +19,13 @@ __all__ = ["ingest_line", "progress_bar", "render_message"]
 
 def render_message(message: dict[str, Any]) -> str:
     """A readable block for one message of a transcript."""
-    head = f"--- {message.get('id', '?')} {message.get('role')}"
+    head = f"--- {message.get('id', '?')} {message.get('role') or message.get('type')}"
+    if message.get("type") == "function_call":
+        head += (
+            f"\n[call {message.get('name')} {message.get('call_id')}] {message.get('arguments')}"
+        )
+    if message.get("type") == "function_call_output":
+        head += f" (result of {message.get('call_id')})\n{message.get('output')}"
     if message.get("tool_call_id"):
         head += f" (result of {message['tool_call_id']})"
     if message.get("meta"):
@@ -33,7 +39,7 @@ def render_message(message: dict[str, Any]) -> str:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
-            if kind == "text":
+            if kind in ("text", "input_text", "output_text"):
                 lines.append(str(block.get("text", "")))
             elif kind == "tool_use":
                 arguments = json.dumps(block.get("input"), ensure_ascii=False)

@@ -48,7 +48,7 @@ def _schema() -> Any:
 
 
 def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
-    """(searchable text, tool names) of a message in either provider shape."""
+    """(searchable text, tool names) of a message in any provider shape."""
     content = message.get("content")
     if isinstance(content, str) and not message.get("tool_calls") and "type" not in message:
         return content[:MAX_INDEXED_CHARS], ""  # the common case, without the general walk
@@ -60,15 +60,17 @@ def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
             if not isinstance(block, Mapping):
                 continue
             kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
+            if kind in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
                 parts.append(block["text"])
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 parts.append(block["thinking"])
             elif kind in ("tool_use", "server_tool_use"):
                 parts.append(json.dumps(block.get("input"), ensure_ascii=False))
     for slot in result_slots(message):
-        if slot.block is not None:
+        if slot.block is not None or slot.key != "content":  # a Responses output too
             parts.append(slot.text())
+    if message.get("type") == "function_call" and isinstance(message.get("arguments"), str):
+        parts.append(message["arguments"])
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, Mapping) else None
         if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):

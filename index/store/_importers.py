@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from placeholders import SPLIT_KEY
+from placeholders import SPLIT_KEY, role_of
 
 from .._errors import ImportFormatError, InvalidArgumentError, NotALogError
 
@@ -31,7 +31,15 @@ __all__ = [
     "load",
 ]
 
-FORMATS = ("auto", "openai", "anthropic", "claude-code", "mini-swe-agent", "tau-bench")
+FORMATS = (
+    "auto",
+    "openai",
+    "anthropic",
+    "openai-responses",
+    "claude-code",
+    "mini-swe-agent",
+    "tau-bench",
+)
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024  # whole-file JSON formats are loaded into memory
 
 _CLAUDE_MESSAGE_TYPES = ("user", "assistant")
@@ -184,6 +192,8 @@ def _detect(path: str, whole: Any, text: str) -> str:
     values: list[Any]
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         values = whole["messages"]  # a provider request body
+    elif isinstance(whole, dict) and isinstance(whole.get("input"), list):
+        values = whole["input"]  # a Responses API request body
     elif isinstance(whole, list):
         values = whole
     elif isinstance(whole, dict) and "role" in whole:
@@ -197,7 +207,7 @@ def _detect(path: str, whole: Any, text: str) -> str:
         for v in values[:50]
     ):
         return "claude-code"
-    if values and all(isinstance(v, dict) and "role" in v for v in values):
+    if values and all(isinstance(v, dict) and role_of(v) is not None for v in values):
         return _provider_of(values)
     raise NotALogError(
         f"cannot tell the format of {path}: expected a JSON array or JSONL of messages, a "
@@ -207,6 +217,16 @@ def _detect(path: str, whole: Any, text: str) -> str:
 
 
 def _provider_of(messages: list[Any]) -> str:
+    for m in messages:
+        content = m.get("content")
+        if ("role" not in m and "type" in m) or (
+            isinstance(content, list)
+            and any(
+                isinstance(b, dict) and b.get("type") in ("input_text", "output_text")
+                for b in content
+            )
+        ):
+            return "openai-responses"
     for m in messages:
         if m.get("role") == "tool" or m.get("tool_calls"):
             return "openai"
@@ -222,8 +242,10 @@ def _require_messages(values: Any, path: str, what: str) -> list[dict[str, Any]]
     if not isinstance(values, list):
         raise ImportFormatError(f"{path}: expected {what} to be a list of messages")
     for i, m in enumerate(values):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise ImportFormatError(f"{path}: {what} item {i} is not a message with a 'role'")
+        if not isinstance(m, dict) or role_of(m) is None:
+            raise ImportFormatError(
+                f"{path}: {what} item {i} is not a message with a 'role' (or a Responses item)"
+            )
     return [dict(m) for m in values]
 
 
@@ -237,6 +259,14 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
             values.insert(0, {"role": "system", "content": system})
             notes.append("the request's system prompt is stored as the first (system) message")
         return Imported(stem, _require_messages(values, path, "messages"), fmt, notes)
+    if isinstance(whole, dict) and isinstance(whole.get("input"), list):
+        # A saved Responses API request body: its input items, the instructions first.
+        values = list(whole["input"])
+        instructions = whole.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            values.insert(0, {"type": "message", "role": "developer", "content": instructions})
+            notes.append("the request's instructions are stored as the first (developer) message")
+        return Imported(stem, _require_messages(values, path, "input"), fmt, notes)
     if whole is _NOT_JSON or isinstance(whole, dict):
         values = []
         broken = 0

@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from placeholders import content_chars
+from placeholders import content_chars, role_of
 
 from .._errors import (
     BusyError,
@@ -137,6 +137,24 @@ def check_id(what: str, value: object) -> str:
         raise InvalidArgumentError(
             f"{what} must be 1-{MAX_ID_CHARS} printable characters, got {value[:80]!r}"
         )
+    return value
+
+
+def plain_json(value: Any) -> Any:
+    """``value`` with every provider SDK object in it (anything with pydantic's ``model_dump``,
+    such as Anthropic's ``Message`` and content blocks or OpenAI's ``ChatCompletionMessage``)
+    replaced by its JSON form without ``None`` fields; plain data is returned as it is."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        items = {k: plain_json(v) for k, v in value.items()}
+        changed = any(items[k] is not v for k, v in value.items())
+        return items if changed or not isinstance(value, dict) else value
+    if isinstance(value, (list, tuple)):
+        values = [plain_json(v) for v in value]
+        changed = any(a is not b for a, b in zip(values, value, strict=True))
+        return values if changed or not isinstance(value, list) else value
     return value
 
 
@@ -445,7 +463,7 @@ class Store:
                     conversation_id,
                     seq,
                     message_id,
-                    message["role"],
+                    _role(message),
                     encode_message(message),
                     content_chars(message),
                     now,
@@ -720,13 +738,23 @@ def _checked(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise InvalidArgumentError(f"message {i} must be a dict, got {type(message).__name__}")
-        role = message.get("role")
-        if not isinstance(role, str) or not role:
-            raise InvalidArgumentError(f"message {i} needs a string 'role'")
+        if not _role(message):
+            raise InvalidArgumentError(
+                f"message {i} needs a string 'role' (or, as an OpenAI Responses item, a 'type' "
+                "of function_call, function_call_output or reasoning)"
+            )
         if "id" in message:
             check_id(f"message {i} id", message["id"])
         prepared.append(message)
     return prepared
+
+
+def _role(message: Mapping[str, Any]) -> str:
+    """The role column: the message's role, or a Responses item's type."""
+    role = message.get("role")
+    if isinstance(role, str):
+        return role
+    return message.get("type", "") if role_of(message) is not None else ""
 
 
 def _missing(conversation_id: str) -> str:

@@ -370,3 +370,29 @@ def test_saved_request_bodies_import_their_messages(tmp_path: Path) -> None:
         assert any("system prompt" in n for n in ws.info(a).notes)
         assert ws.info(o).format == "openai"
         assert [m["content"] for m in ws.messages(o)] == ["s", "q"]
+
+
+def test_a_saved_responses_request_body_imports_its_input_items(tmp_path: Path) -> None:
+    body = {
+        "model": "gpt-x",
+        "instructions": "Be brief.",
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        ],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(body))
+    with Workspace(tmp_path / "home") as ws:
+        (cid,) = ws.ingest(tmp_path / "r.json")
+        assert ws.info(cid).format == "openai-responses"
+        stored = ws.messages(cid)
+        assert stored[0] == {
+            "type": "message",
+            "role": "developer",
+            "content": "Be brief.",
+            "id": "m1",
+        }
+        assert [m.get("type") for m in stored[2:]] == ["function_call", "function_call_output"]
+        assert any("instructions" in n for n in ws.info(cid).notes)
+        assert check_pairing(ws.replay(cid).messages) == []
