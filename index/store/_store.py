@@ -144,15 +144,22 @@ def plain_json(value: Any) -> Any:
     """``value`` with every provider SDK object in it (anything with pydantic's ``model_dump``,
     such as Anthropic's ``Message`` and content blocks or OpenAI's ``ChatCompletionMessage``)
     replaced by its JSON form without ``None`` fields; plain data is returned as it is."""
+    try:
+        return _plain(value)
+    except RecursionError:
+        return value  # nested too deep for JSON anyway: encode_message refuses it, and says so
+
+
+def _plain(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         return dump(mode="json", exclude_none=True)
     if isinstance(value, Mapping):
-        items = {k: plain_json(v) for k, v in value.items()}
+        items = {k: _plain(v) for k, v in value.items()}
         changed = any(items[k] is not v for k, v in value.items())
         return items if changed or not isinstance(value, dict) else value
     if isinstance(value, (list, tuple)):
-        values = [plain_json(v) for v in value]
+        values = [_plain(v) for v in value]
         changed = any(a is not b for a, b in zip(values, value, strict=True))
         return values if changed or not isinstance(value, list) else value
     return value
