@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import mimetypes
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -270,6 +271,8 @@ def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> 
             facts.update(more)
             notes += more_notes
         tools = (*tools, *DOC_TOOLS) if kind == "text" else DOC_TOOLS
+    if not light:
+        notes = _identity_warnings(name, size, mime, kind) + notes
     return Card(
         name=name,
         path=path,
@@ -280,6 +283,27 @@ def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> 
         tools=tools,
         warnings=tuple(notes),
     )
+
+
+# Containers whose name says the format inside: libmagic may only see the zip around it.
+_CONTAINED = {("archive", "document"), ("archive", "text"), ("text", "document")}
+
+
+def _identity_warnings(name: str, size: int, mime: str, kind: Kind) -> list[str]:
+    """An empty file says so, whatever its name; a name that says one kind of file while
+    the bytes say another gets a warning that names both."""
+    if size == 0:
+        return ["the file is empty (0 bytes)"]
+    named, _ = mimetypes.guess_type(name, strict=False)
+    if named is None:
+        return []
+    named_kind = kind_of(named)
+    if named_kind == kind or (kind, named_kind) in _CONTAINED or named_kind == "binary":
+        return []
+    return [
+        f"the name says {named} ({named_kind}) but the bytes are {mime} ({kind}); "
+        "the card describes the bytes"
+    ]
 
 
 def _render_facts(kind: str, facts: Mapping[str, Any]) -> list[str]:

@@ -317,3 +317,37 @@ def test_a_text_name_does_not_make_binary_bytes_text(
     path = tmp_path / name
     path.write_bytes(content)
     assert card_for(path).kind == kind
+
+
+@pytest.mark.parametrize("name", ["report.pdf", "notes.txt", "photo.png", "noext"], ids=str)
+def test_an_empty_file_says_it_is_empty_whatever_its_name(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"")
+    card = card_for(path)
+    assert "the file is empty (0 bytes)" in card.warnings
+    assert "empty" in card.render()
+
+
+def test_a_name_that_disagrees_with_the_bytes_gets_a_warning_naming_both(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "report.pdf"
+    path.write_text("just some text\n")
+    (warning,) = card_for(path).warnings
+    assert "the name says application/pdf (pdf)" in warning
+    assert "the bytes are text/plain (text)" in warning
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [("copy.pdf", "classic_xref.pdf"), ("copy.png", "red_64x48.png"), ("copy.docx", "letter.docx")],
+    ids=str,
+)
+def test_a_name_that_agrees_with_the_bytes_gets_no_warning(
+    tmp_path: Path, name: str, source: str
+) -> None:
+    from tests.conftest import SAMPLES
+
+    path = tmp_path / name
+    path.write_bytes((SAMPLES / source).read_bytes())
+    assert not [w for w in card_for(path).warnings if "the name says" in w or "empty" in w]
