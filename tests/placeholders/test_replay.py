@@ -23,6 +23,7 @@ from placeholders import (
     parse_read_call,
     read_call,
     replay,
+    result_slots,
 )
 from tests.builders import (
     IMAGE_B64,
@@ -510,3 +511,23 @@ def test_keep_user_exchanges_zero_elides_the_current_exchange_too(keep: int, eli
     )
     result = replay(messages, conversation_id="c", policy=ReplayPolicy(keep_user_exchanges=keep))
     assert result.placeholders == elided
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=conversations())
+def test_the_stats_measure_the_output(messages: list[dict[str, Any]]) -> None:
+    # chars_out is the measured size of what replay returns; elided_chars the sum of the
+    # originals that placeholders replaced (catches "+=" mutated into "=").
+    policy = ReplayPolicy(min_chars=1, keep_user_exchanges=0)
+    result = replay(messages, conversation_id="c", policy=policy)
+    assert result.chars_in == sum(content_chars(m) for m in messages)
+    assert result.chars_out == sum(content_chars(m) for m in result.messages)
+    originals = {m.get("id"): m for m in messages}
+    elided = 0
+    for message in result.messages:
+        for slot in result_slots(message):
+            if is_placeholder(slot.content):
+                source = originals[message.get("id")]
+                (original,) = [s for s in result_slots(source) if s.block == slot.block]
+                elided += original.chars()
+    assert result.elided_chars == elided
