@@ -244,3 +244,11 @@ def test_search_command_for_people(tmp_path: Path) -> None:
     assert 'conversation_read(conversation_id="conversation"' in out.splitlines()[1]
     code, out = run(tmp_path, "search", "zeppelin")
     assert out.strip() == "no messages match 'zeppelin'"
+
+
+def test_replay_of_a_folder_says_to_ingest_it(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    code, out = run(tmp_path, "replay", str(folder))
+    assert code == 2
+    assert "is a folder; import it with `leanreplay ingest" in out

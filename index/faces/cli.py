@@ -330,6 +330,11 @@ def replay_command(
         ] = keep
     policy = dataclasses.replace(base, **options)
     is_file = os.path.isfile(target)
+    if os.path.isdir(target):
+        raise click.UsageError(
+            f"{target!r} is a folder; import it with `leanreplay ingest {target}`, then replay "
+            "one of its conversations by id (`leanreplay conversations` lists them)"
+        )
     if not is_file and (conversation_id is not None or fmt != "auto"):
         raise click.UsageError(
             "--conversation-id and --format apply when TARGET is a log file; "

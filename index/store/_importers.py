@@ -103,6 +103,15 @@ def load(path: str, *, format: str = "auto", conversation_id: str | None = None)
         items = _tau_bench(whole, stem, path)
     else:
         items = [_plain(whole, text, stem, fmt, path)]
+    notes = [n for item in items for n in item.notes]
+    garbled = any(n.endswith(UNREADABLE) for n in notes)
+    if not any(item.messages for item in items) and garbled and text.endswith("\n"):
+        # Only unreadable lines, and none still being written (a live log cut inside its first
+        # record is imported when it grows): storing an empty conversation would report
+        # success for a file that held nothing.
+        raise ImportFormatError(
+            f"{path} holds no {fmt} messages ({'; '.join(notes)}); nothing imported"
+        )
     if conversation_id is not None:
         if len(items) != 1:
             raise InvalidArgumentError(
@@ -113,6 +122,7 @@ def load(path: str, *, format: str = "auto", conversation_id: str | None = None)
     return items
 
 
+UNREADABLE = "unreadable lines skipped"  # the note of lines that are not JSON
 LOG_SUFFIXES = (".traj.json", ".jsonl", ".ndjson", ".json")
 
 
@@ -276,7 +286,7 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
             else:
                 values.append(v)
         if broken:
-            notes.append(f"{broken} unreadable lines skipped")
+            notes.append(f"{broken} {UNREADABLE}")
     else:
         values = whole
     return Imported(stem, _require_messages(values, path, "the file"), fmt, notes)
@@ -331,7 +341,7 @@ def _claude_code(text: str, stem: str) -> Imported:
         elif record.get("type") in _CLAUDE_MESSAGE_TYPES:
             records.append(record)
     main = [r for r in records if not r.get("isSidechain")]
-    notes = [f"{broken} unreadable lines skipped"] if broken else []
+    notes = [f"{broken} {UNREADABLE}"] if broken else []
     if not main and records:
         # A subagent's own log (agent-*.jsonl): every record is a sidechain of the parent
         # session, and together they are this file's conversation.

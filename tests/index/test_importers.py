@@ -396,3 +396,22 @@ def test_a_saved_responses_request_body_imports_its_input_items(tmp_path: Path) 
         assert [m.get("type") for m in stored[2:]] == ["function_call", "function_call_output"]
         assert any("instructions" in n for n in ws.info(cid).notes)
         assert check_pairing(ws.replay(cid).messages) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ('{"garbage": [1,2\n', "1 unreadable lines skipped"),
+        ("not json\nnor this\n", "2 unreadable lines skipped"),
+    ],
+    ids=["truncated-json", "no-json-lines"],
+)
+def test_a_file_with_no_messages_is_refused_and_nothing_is_stored(
+    tmp_path: Path, content: str, why: str
+) -> None:
+    log = tmp_path / "g.json"
+    log.write_text(content)
+    ws = Workspace(tmp_path / "home")
+    with pytest.raises(ImportFormatError, match=f"holds no openai messages \\({why}\\)"):
+        ws.ingest(log, format="openai")
+    assert ws.conversations() == []
