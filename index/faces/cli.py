@@ -36,7 +36,7 @@ from placeholders import (
     ReplayPolicy,
 )
 
-from ._address import parse_address
+from ._address import check_bind, parse_address
 from ._demo import run_demo
 from ._render import ingest_line, progress_bar, render_message
 
@@ -529,22 +529,7 @@ def serve(
 
     if http_address is not None:
         host, port = parse_address(http_address)
-        loopback = server.is_loopback(host)
-        if not loopback and not allow_remote:
-            raise click.ClickException(
-                f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
-            )
-        if no_auth and not loopback:
-            raise click.ClickException(
-                f"--no-auth serves anyone who reaches {host}; it is allowed only on a loopback "
-                "address. Drop --no-auth (a token is generated) or bind 127.0.0.1"
-            )
-        if token is not None and len(token) < server.MIN_TOKEN_CHARS:
-            raise click.ClickException(
-                f"the bearer token has {len(token)} chars, fewer than "
-                f"{server.MIN_TOKEN_CHARS}; use a long random one (openssl rand -hex 32), or "
-                "give none to have one generated"
-            )
+        loopback = check_bind(host, token, no_auth=no_auth, allow_remote=allow_remote)
         try:
             sock = server.bind(host, port)
         except OSError as exc:
@@ -643,21 +628,7 @@ def view(
     """
     web = _view_module()
     host = host.strip("[]")
-    loopback = web.is_loopback(host)
-    if not loopback and not allow_remote:
-        raise click.ClickException(
-            f"{host} is not a loopback address; bind 127.0.0.1, or pass --allow-remote"
-        )
-    if no_auth and not loopback:
-        raise click.ClickException(
-            f"--no-auth serves anyone who reaches {host}; it is allowed only on a loopback "
-            "address. Drop --no-auth (a token is generated) or bind 127.0.0.1"
-        )
-    if token is not None and len(token) < web.MIN_TOKEN_CHARS:
-        raise click.ClickException(
-            f"the token has {len(token)} chars, fewer than {web.MIN_TOKEN_CHARS}; use a long "
-            "random one (openssl rand -hex 32), or give none to have one generated"
-        )
+    loopback = check_bind(host, token, no_auth=no_auth, allow_remote=allow_remote)
     if no_auth:
         token = None
     elif token is None:
