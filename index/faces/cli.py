@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 import json
 import logging
 import os
@@ -445,18 +446,22 @@ MCP_EXTRA_MODULES = frozenset(
 )
 
 
-def _server_module() -> ModuleType:
-    """The MCP server module; only `serve` needs the server stack (the `mcp` extra)."""
+def _extra_module(name: str, command: str, stack: str) -> ModuleType:
+    """``index.faces.<name>``, which needs the `mcp` extra; a clear message when it is missing."""
     try:
-        from index.faces import server
+        return importlib.import_module(f"index.faces.{name}")
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in MCP_EXTRA_MODULES:
             raise
         raise click.ClickException(
-            f"`leanreplay serve` needs the MCP server stack, which is not installed ({exc.name} "
+            f"`leanreplay {command}` needs the {stack}, which is not installed ({exc.name} "
             "is missing); install it with: pip install 'leanreplay[mcp]'"
         ) from None
-    return server
+
+
+def _server_module() -> ModuleType:
+    """The MCP server module; only `serve` needs the server stack (the `mcp` extra)."""
+    return _extra_module("server", "serve", "MCP server stack")
 
 
 @cli.command()
@@ -583,16 +588,7 @@ def serve(
 
 def _view_module() -> ModuleType:
     """The web view; it runs on the server stack of the `mcp` extra (starlette, uvicorn)."""
-    try:
-        from index.faces import view
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in MCP_EXTRA_MODULES:
-            raise
-        raise click.ClickException(
-            f"`leanreplay view` needs the web server stack, which is not installed ({exc.name} "
-            "is missing); install it with: pip install 'leanreplay[mcp]'"
-        ) from None
-    return view
+    return _extra_module("view", "view", "web server stack")
 
 
 @cli.command()
