@@ -583,7 +583,8 @@ def _input_items(
 
 def call_inputs(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """``(call id, input)`` of every tool call an assistant message makes: Anthropic
-    ``tool_use.input`` (an object) or OpenAI ``function.arguments`` (a JSON string), as stored."""
+    ``tool_use.input`` (an object), OpenAI ``function.arguments`` or a Responses
+    ``function_call`` item's ``arguments`` (JSON strings), as stored."""
     return [(call_id, value) for call_id, _, value, _ in _call_inputs(message)]
 
 
@@ -591,6 +592,11 @@ def _call_inputs(message: Mapping[str, Any]) -> list[tuple[str, str, Any, int | 
     """(call id, tool name, input, block) of each tool call in a message: ``block`` is the
     content position of an Anthropic ``tool_use``, None for an OpenAI call (a JSON string)."""
     out: list[tuple[str, str, Any, int | None]] = []
+    if message.get("type") == "function_call" and "role" not in message:  # a Responses item
+        call_id, name, args = message.get("call_id"), message.get("name"), message.get("arguments")
+        if isinstance(call_id, str) and isinstance(args, str):
+            out.append((call_id, name if isinstance(name, str) else "unknown", args, None))
+        return out
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, Mapping) else None
         if isinstance(function, Mapping) and isinstance(call.get("id"), str):
@@ -708,6 +714,9 @@ def _apply(messages: Sequence[Mapping[str, Any]], chosen: list[_Item]) -> list[d
 
 
 def _set_input(message: dict[str, Any], call_id: str, new: Any) -> None:
+    if message.get("type") == "function_call" and message.get("call_id") == call_id:
+        message["arguments"] = new
+        return
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         for n, call in enumerate(calls):

@@ -56,6 +56,15 @@ def an_results(*results: tuple[str, Any, bool]) -> dict[str, Any]:
     }
 
 
+def rs_call(call_id: str, name: str) -> dict[str, Any]:
+    """An OpenAI Responses ``function_call`` item (a role-less assistant item)."""
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": '{"q": 1}'}
+
+
+def rs_result(call_id: str, output: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
 def with_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**m, "id": f"m{i}"} for i, m in enumerate(messages, start=1)]
 
@@ -94,6 +103,9 @@ def big_input(message: dict[str, Any], text: str) -> None:
     """Give every call of an assistant message a long string field (and a short one)."""
     for call in message.get("tool_calls") or ():
         call["function"]["arguments"] = json.dumps({"command": text, "timeout": 5})
+    if message.get("type") == "function_call":
+        message["arguments"] = json.dumps({"command": text, "timeout": 5})
+        return
     for block in message["content"] if isinstance(message["content"], list) else ():
         if block.get("type") == "tool_use":
             block["input"] = {"path": "a.txt", "content": text, "lines": [text[:300], 2]}

@@ -17,22 +17,30 @@ from tests.builders import (
     oa_call,
     oa_result,
     read_whole,
+    rs_call,
+    rs_result,
     user,
 )
 from tests.placeholders.test_replay import parse_call, parse_part
 
 
-@pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
+@pytest.mark.parametrize("shape", ["openai", "anthropic", "responses"], ids=str)
 def test_an_elided_input_comes_back_byte_exact(tmp_path: Path, shape: str) -> None:
     text = 'print("héllo")\r\n\t' * 300 + "😀"
+    calls = {"openai": oa_call, "anthropic": an_call}
     with Workspace(tmp_path) as ws:
         ws.append("c", user("write the files"))
         for i in range(5):
-            call = oa_call((f"t{i}", "write")) if shape == "openai" else an_call((f"t{i}", "write"))
+            if shape == "responses":
+                call = rs_call(f"t{i}", "write")
+            else:
+                call = calls[shape]((f"t{i}", "write"))
             big_input(call, f"{i}{text}")
             ws.append("c", call)
             if shape == "openai":
                 ws.append("c", oa_result(f"t{i}", "ok"))
+            elif shape == "responses":
+                ws.append("c", rs_result(f"t{i}", "ok"))
             else:
                 ws.append("c", an_results((f"t{i}", "ok", False)))
         ws.append("c", assistant("done"))
@@ -41,6 +49,11 @@ def test_an_elided_input_comes_back_byte_exact(tmp_path: Path, shape: str) -> No
         if shape == "openai":
             field = json.loads(lean["tool_calls"][0]["function"]["arguments"])["command"]
             expected = original["tool_calls"][0]["function"]["arguments"]
+        elif shape == "responses":
+            assert set(lean) == set(original)  # the item keeps its keys
+            field = json.loads(lean["arguments"])["command"]
+            assert json.loads(lean["arguments"])["timeout"] == 5
+            expected = original["arguments"]
         else:
             field = lean["content"][0]["input"]["content"]
             expected = original["content"][0]["input"]
@@ -49,7 +62,7 @@ def test_an_elided_input_comes_back_byte_exact(tmp_path: Path, shape: str) -> No
         whole, pages = read_whole(ws, conv, mid, call, part="input")
         assert json.dumps(whole) == json.dumps(expected)  # byte-exact
         assert pages[0]["part"] == "input"
-        assert pages[0]["format"] == ("text" if shape == "openai" else "json")
+        assert pages[0]["format"] == ("json" if shape == "anthropic" else "text")
 
 
 def test_a_long_input_comes_back_in_pages(tmp_path: Path) -> None:
