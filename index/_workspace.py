@@ -35,6 +35,7 @@ from placeholders import (
     read_call,
     result_slots,
 )
+from placeholders._checks import check_int
 
 from ._errors import (
     ConversationNotFoundError,
@@ -572,8 +573,7 @@ class Workspace:
         conversation been appended message by message (`size_series`' point for that turn).
         Writes nothing."""
         cid = self._visible(conversation_id)
-        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
-            raise InvalidArgumentError(f"turn must be an int >= 1, got {turn!r}")
+        check_int("turn", turn, minimum=1, error=InvalidArgumentError)
         found = replay_at_turn(
             cid,
             self.messages(cid),
@@ -608,8 +608,7 @@ class Workspace:
         """Up to ``limit`` (position, message) pairs just before position ``before`` (the
         tail when None), in order: a page of a conversation of any length."""
         cid = self._visible(conversation_id)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidArgumentError(f"limit must be a positive int, got {limit!r}")
+        check_int("limit", limit, minimum=1, error=InvalidArgumentError)
         return [(m.seq, m.message()) for m in self.store.messages_page(cid, before, limit)]
 
     def message_position(self, conversation_id: str, message_id: str) -> int:

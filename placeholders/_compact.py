@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._checks import check_int
 from ._errors import PlaceholderError
 from ._fold import Summarizer, SummarizerError
 from ._replay import is_placeholder, read_call
@@ -206,8 +207,7 @@ def compact_turn(
         on_event: receives ``compaction.started`` and ``compaction.applied`` events.
     """
     for name, value in (("context_window", context_window), ("output_reserve", output_reserve)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise PlaceholderError(f"{name} must be a non-negative int, got {value!r}")
+        check_int(name, value, minimum=0)
     budget = context_window - output_reserve
     if budget <= 0:
         raise PlaceholderError(

@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import PlaceholderError, SummarizerError
+from ._checks import check_int
+from ._errors import SummarizerError
 from ._replay import call_inputs, read_call
 from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
 
@@ -54,11 +55,7 @@ class FoldPolicy:
 
     def __post_init__(self) -> None:
         for name, minimum in (("threshold_chars", 1), ("keep_last", 1), ("max_summary_chars", 200)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise PlaceholderError(f"{name} must be an int, got {type(value).__name__}")
-            if value < minimum:
-                raise PlaceholderError(f"{name} must be >= {minimum}, got {value}")
+            check_int(name, getattr(self, name), minimum=minimum)
 
 
 def fold_boundary(

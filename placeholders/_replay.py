@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._checks import check_int
 from ._errors import InvalidMessagesError
 from ._pairing import BLOCK_IDS_KEY, repair_pairing
 from ._shapes import (
@@ -69,13 +70,6 @@ _AGE_UNITS = ("user_exchange", "assistant_turn", "exchange_or_turn")
 _TIMINGS = ("eager", "cache_aware")
 
 
-def _check_count(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidMessagesError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise InvalidMessagesError(f"{name} must be >= {minimum}, got {value}")
-
-
 @dataclass(frozen=True)
 class ReplayPolicy:
     """What replay elides, and when.
@@ -125,12 +119,15 @@ class ReplayPolicy:
         return cls(age_unit="user_exchange", timing="eager", elide_inputs=False)
 
     def __post_init__(self) -> None:
-        _check_count("min_chars", self.min_chars, 1)
-        _check_count("keep_user_exchanges", self.keep_user_exchanges, 0)
-        _check_count("keep_assistant_turns", self.keep_assistant_turns, 0)
-        _check_count("preview_chars", self.preview_chars, 0)
-        _check_count("min_savings", self.min_savings, 0)
-        _check_count("pressure_chars", self.pressure_chars, 1)
+        for name, minimum in (
+            ("min_chars", 1),
+            ("keep_user_exchanges", 0),
+            ("keep_assistant_turns", 0),
+            ("preview_chars", 0),
+            ("min_savings", 0),
+            ("pressure_chars", 1),
+        ):
+            check_int(name, getattr(self, name), minimum=minimum, error=InvalidMessagesError)
         if self.preview_chars > MAX_PREVIEW_CHARS:
             raise InvalidMessagesError(
                 f"preview_chars must be <= {MAX_PREVIEW_CHARS}, got {self.preview_chars}"

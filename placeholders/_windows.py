@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._checks import check_int
 from ._errors import PairWindowError
 from ._shapes import is_genuine_user
 
@@ -27,8 +28,7 @@ def last_turns(
     Raises:
         PairWindowError: ``n`` is not an int >= 1.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise PairWindowError(f"n must be an int >= 1, got {n!r}")
+    check_int("n", n, minimum=1, error=PairWindowError)
     starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
     if len(starts) < n:
         return list(messages)
@@ -52,14 +52,6 @@ def _check_text(what: str, value: object) -> str:
     return value
 
 
-def _check_limit(what: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PairWindowError(f"{what} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise PairWindowError(f"{what} must be >= 1, got {value}")
-    return value
-
-
 class PairWindow:
     """Whole user/assistant pairs in arrival order, bounded by count and a codepoint budget.
 
@@ -71,8 +63,8 @@ class PairWindow:
     def __init__(self, conversation_id: str, policy: str, *, max_pairs: int, budget: int) -> None:
         self._conversation_id = _check_text("conversation_id", conversation_id)
         self._policy = _check_text("policy", policy)
-        self._max_pairs = _check_limit("max_pairs", max_pairs)
-        self._budget = _check_limit("budget", budget)
+        self._max_pairs = check_int("max_pairs", max_pairs, minimum=1, error=PairWindowError)
+        self._budget = check_int("budget", budget, minimum=1, error=PairWindowError)
         self._pairs: list[tuple[str, str]] = []
         self._dropped = 0
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import tantivy
 
+from placeholders._checks import check_int
+
 from .._errors import InvalidArgumentError
 from ._tantivy import query_text
 from ._vocabulary import EXPANSION_WEIGHT, FILLER, related_words
@@ -308,8 +310,7 @@ class CapabilityIndex:
 
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """The ``limit`` best tools for ``query`` as ``{name, server, summary, score}``."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
-            raise InvalidArgumentError(f"limit must be an integer from 1 to 50, got {limit!r}")
+        check_int("limit", limit, minimum=1, maximum=50, error=InvalidArgumentError)
         index, searcher = self._searcher()
         if not self._items:
             return []

@@ -222,8 +222,10 @@ def test_search_validates_its_arguments(catalogue: CapabilityIndex) -> None:
         catalogue.search("  ")
     with pytest.raises(InvalidArgumentError, match="no searchable words"):
         catalogue.search(":::")
-    with pytest.raises(InvalidArgumentError, match="limit must be an integer"):
+    with pytest.raises(InvalidArgumentError, match="limit must be an int, got bool"):
         catalogue.search("url", limit=True)
+    with pytest.raises(InvalidArgumentError, match="limit must be from 1 to 50, got 51"):
+        catalogue.search("url", limit=51)
 
 
 def test_search_sees_tools_added_after_the_first_search(catalogue: CapabilityIndex) -> None:

@@ -47,9 +47,18 @@ def test_last_turns_skips_tool_result_and_meta_users_and_keeps_system() -> None:
     assert last_turns(messages, 1, keep_system=False) == messages[3:]
 
 
-@pytest.mark.parametrize("n", [0, -1, True, 1.5], ids=repr)
-def test_last_turns_rejects_bad_n(n: Any) -> None:
-    with pytest.raises(PairWindowError, match="n must be an int >= 1"):
+@pytest.mark.parametrize(
+    ("n", "message"),
+    [
+        (0, "n must be >= 1, got 0"),
+        (-1, "n must be >= 1, got -1"),
+        (True, "n must be an int, got bool"),
+        (1.5, "n must be an int, got float"),
+    ],
+    ids=repr,
+)
+def test_last_turns_rejects_bad_n(n: Any, message: str) -> None:
+    with pytest.raises(PairWindowError, match=message):
         last_turns([], n)
 
 
