@@ -1,5 +1,7 @@
-"""Errors raised by `index`. Every message says what was wrong and what to do instead; tools
-return it to the model as is.
+"""Errors raised by `index`. Every message says what was wrong and what to do instead, in the
+library's own terms (argument and tool names, never a command-line flag): tools return it to
+the model as is. ``names`` on an error lists the library names its fix refers to, so that a
+face can say them in its own words (the CLI adds its flags).
 
     WorkspaceError
     ├── InvalidArgumentError       a tool argument or option is malformed or out of range
@@ -42,7 +44,19 @@ __all__ = [
 
 
 class WorkspaceError(Exception):
-    """Base class of every error `index` raises."""
+    """Base class of every error `index` raises.
+
+    Args:
+        names: the library names (arguments such as ``"roots"``, tools or methods such as
+            ``"conversations"``) the message tells the reader to use.
+    """
+
+    names: tuple[str, ...] = ()
+
+    def __init__(self, *args: object, names: tuple[str, ...] = ()) -> None:
+        super().__init__(*args)
+        if names:
+            self.names = names
 
 
 class InvalidArgumentError(WorkspaceError, ValueError):

@@ -175,8 +175,9 @@ class Workspace:
         except OSError as exc:
             if not os.path.isdir(self.home) or exc.errno != errno.EROFS:
                 raise StoreError(
-                    f"cannot use {self.home!r} as the home: {exc.strerror}; pass --home (or "
-                    "LEANREPLAY_HOME) pointing at a writable folder"
+                    f"cannot use {self.home!r} as the home: {exc.strerror}; give a writable "
+                    "folder as the home",
+                    names=("home",),
                 ) from None
             # A read-only home still serves reads; it just has no attachments folder to add.
         mark_home(self.home)

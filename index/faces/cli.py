@@ -101,6 +101,22 @@ def cli(
     ctx.obj = Settings(home=home, roots=roots, conversations=conversations)
 
 
+# How the command line says the library names an error's fix refers to (`WorkspaceError.names`):
+# the library's messages speak in argument and tool names, the CLI adds its own words here.
+CLI_TERMS = {
+    "conversations": "`leanreplay conversations`",
+    "format": "--format",
+    "home": "--home or LEANREPLAY_HOME",
+    "roots": "--root DIR",
+}
+
+
+def cli_message(exc: Exception) -> str:
+    """The error's message, with the command line's words for the names its fix refers to."""
+    terms = [CLI_TERMS[name] for name in getattr(exc, "names", ()) if name in CLI_TERMS]
+    return f"{exc} (on the command line: {', '.join(terms)})" if terms else str(exc)
+
+
 def error_json(message: str, kind: str) -> str:
     return json.dumps({"error": message, "type": kind}, ensure_ascii=False)
 
@@ -115,9 +131,9 @@ def library_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (WorkspaceError, PlaceholderError, cards.CardError) as exc:
             if kwargs.get("as_json"):
-                click.echo(error_json(str(exc), type(exc).__name__))
+                click.echo(error_json(cli_message(exc), type(exc).__name__))
                 sys.exit(1)
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(cli_message(exc)) from None
         except click.ClickException as exc:
             if kwargs.get("as_json"):
                 click.echo(error_json(exc.format_message(), type(exc).__name__))

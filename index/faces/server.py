@@ -107,10 +107,12 @@ def _content(name: str, result: Any) -> list[TextContent | ImageContent]:
     return [TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
 
 
+# The operator who started the server without roots was told the flag on stderr; the model
+# (and a library user's client) gets the rule in MCP terms.
 NO_CLIENT_ROOTS = (
-    "this server was started without --root, so the file tools read only the folders the "
+    "this server has no folders of its own, so the file tools read only the folders the "
     "client offers as MCP roots, and this client offers none; add a folder to the client's "
-    "roots, or restart the server with --root DIR"
+    "roots, or restart the server with roots of its own"
 )
 
 

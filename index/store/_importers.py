@@ -222,7 +222,8 @@ def _detect(path: str, whole: Any, text: str) -> str:
     raise NotALogError(
         f"cannot tell the format of {path}: expected a JSON array or JSONL of messages, a "
         "Claude Code session, a mini-swe-agent .traj.json or a tau-bench array; name one "
-        f"with --format (format= in the library): {', '.join(FORMATS[1:])}"
+        f"with the format argument: {', '.join(FORMATS[1:])}",
+        names=("format",),
     )
 
 

@@ -334,7 +334,7 @@ class Store:
             (conversation_id,),
         )
         if not rows:
-            raise ConversationNotFoundError(_missing(conversation_id))
+            raise _missing(conversation_id)
         cid, source, fmt, notes, count = rows[0]
         return ConversationInfo(cid, source, fmt, json.loads(notes), int(count))
 
@@ -528,7 +528,7 @@ class Store:
             (conversation_id, after_seq),
         )
         if not rows and not self.exists(conversation_id):
-            raise ConversationNotFoundError(_missing(conversation_id))
+            raise _missing(conversation_id)
         return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
 
     def messages_page(
@@ -541,7 +541,7 @@ class Store:
             (conversation_id, before_seq if before_seq is not None else 2**62, limit),
         )
         if not rows and not self.exists(conversation_id):
-            raise ConversationNotFoundError(_missing(conversation_id))
+            raise _missing(conversation_id)
         return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in reversed(rows)]
 
     def stats(self) -> list[ConversationStats]:
@@ -562,7 +562,7 @@ class Store:
             (conversation_id,),
         )
         if not rows[0][0] and not self.exists(conversation_id):
-            raise ConversationNotFoundError(_missing(conversation_id))
+            raise _missing(conversation_id)
         return self._stats(conversation_id, int(rows[0][0]), int(rows[0][1]))
 
     def _stats(self, cid: str, count: int, last: int) -> ConversationStats:
@@ -579,7 +579,7 @@ class Store:
         )
         if not rows:
             if not self.exists(conversation_id):
-                raise ConversationNotFoundError(_missing(conversation_id))
+                raise _missing(conversation_id)
             raise ConversationNotFoundError(
                 f"no message {message_id!r} in conversation {conversation_id!r}; use the id "
                 "named in the placeholder, or conversation_search to find one"
@@ -764,8 +764,9 @@ def _role(message: Mapping[str, Any]) -> str:
     return message.get("type", "") if role_of(message) is not None else ""
 
 
-def _missing(conversation_id: str) -> str:
-    return (
-        f"no conversation {conversation_id!r}; list them with `leanreplay conversations` or "
-        "ingest one first"
+def _missing(conversation_id: str) -> ConversationNotFoundError:
+    return ConversationNotFoundError(
+        f"no conversation {conversation_id!r}; conversations() lists the stored ones and "
+        "conversation_search (with no conversation_id) searches them all; or ingest one first",
+        names=("conversations",),
     )

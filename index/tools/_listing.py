@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 
 from .._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
+from ._paths import no_roots_error
 
 __all__ = ["MAX_SCANNED", "confined_dir", "matching_files"]
 
@@ -24,7 +25,7 @@ def confined_dir(path: object, roots: Sequence[str]) -> str:
     if not isinstance(path, str) or not path or "\x00" in path:
         raise InvalidArgumentError("path must be a non-empty folder name")
     if not roots:
-        raise OutsideRootsError("no roots are configured; start the workspace with --root DIR")
+        raise no_roots_error()
     real = os.path.realpath(path if os.path.isabs(path) else os.path.join(roots[0], path))
     if not any(real == r or os.path.commonpath([r, real]) == r for r in roots):
         raise OutsideRootsError(

@@ -31,6 +31,7 @@ __all__ = [
     "OpenFile",
     "Roots",
     "fingerprint",
+    "no_roots_error",
     "open_confined",
     "open_file",
     "resolve_roots",
@@ -112,14 +113,23 @@ class Roots(tuple[str, ...]):
             )
 
 
+def no_roots_error() -> OutsideRootsError:
+    """The error of a file tool called with no roots at all."""
+    return OutsideRootsError(
+        "no roots are configured, so the file tools read no folder; give the workspace "
+        "roots (the folders they may read)",
+        names=("roots",),
+    )
+
+
 def root_notices(roots: Roots) -> list[str]:
     """What an operator should know about these roots (the CLI prints it; nothing refuses).
     A home inside a root needs no notice: its files are refused with a message that says so."""
     notices = []
     if "/" in roots:
         notices.append(
-            "root '/' lets the file tools read every file this process can read; pass "
-            "narrower --root folders"
+            "root '/' lets the file tools read every file this process can read; give "
+            "narrower roots"
         )
     try:
         with open("/proc/sys/fs/protected_hardlinks") as f:
@@ -173,7 +183,7 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
     if "\x00" in path or len(path) > MAX_PATH_CHARS:
         raise InvalidArgumentError(f"path is not a valid file name: {path[:80]!r}")
     if not roots:
-        raise OutsideRootsError("no roots are configured; start the workspace with --root DIR")
+        raise no_roots_error()
     if os.path.isabs(path):
         joined = path
     else:
