@@ -178,10 +178,21 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
     A relative path resolves against the first root that has it (roots in order), never
     the process's working directory; when none has it, the error names every place tried.
     """
+    where = ", ".join(roots)
     if not isinstance(path, str) or not path:
-        raise InvalidArgumentError("path must be a non-empty string")
-    if "\x00" in path or len(path) > MAX_PATH_CHARS:
-        raise InvalidArgumentError(f"path is not a valid file name: {path[:80]!r}")
+        raise InvalidArgumentError(
+            f"path must be a non-empty string; pass a file's path inside the roots ({where})"
+        )
+    if "\x00" in path:
+        raise InvalidArgumentError(
+            f"path {path[:80]!r} contains a NUL byte, which no file name holds; pass the "
+            "name without it"
+        )
+    if len(path) > MAX_PATH_CHARS:
+        raise InvalidArgumentError(
+            f"path {path[:80]!r}... is {len(path)} characters, longer than any file path "
+            f"({MAX_PATH_CHARS}); pass a shorter path inside the roots ({where})"
+        )
     if not roots:
         raise no_roots_error()
     if os.path.isabs(path):
@@ -206,7 +217,7 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
         # Never name where it resolves: a link's target, /proc/self/cwd or /proc/self/fd/N
         # would tell the caller what lies outside the roots.
         raise OutsideRootsError(
-            f"{path!r} is outside the allowed roots ({', '.join(roots)}); read files inside them"
+            f"{path!r} is outside the allowed roots ({where}); read files inside them"
         )
     if isinstance(roots, Roots):
         roots.check(real, path)
@@ -248,6 +259,11 @@ def _walk(root: str, parts: list[str], shown: str) -> int:
                     raise OutsideRootsError(
                         f"{shown!r} changed into a symlink while it was opened; refused"
                     ) from None
+                if exc.errno == errno.ENOTDIR and not last and _is_symlink(part, current):
+                    # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR, not ELOOP.
+                    raise OutsideRootsError(
+                        f"{shown!r} changed into a symlink while it was opened; refused"
+                    ) from None
                 if exc.errno == errno.ENOTDIR:
                     raise NotFoundError(
                         f"no file at {shown!r}; a parent is not a directory"
@@ -263,3 +279,10 @@ def _walk(root: str, parts: list[str], shown: str) -> int:
     except BaseException:
         os.close(current)
         raise
+
+
+def _is_symlink(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False

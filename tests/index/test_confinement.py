@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from index import NotAFileError, NotFoundError, OutsideRootsError, PathError, Workspace
+from index import (
+    InvalidArgumentError,
+    NotAFileError,
+    NotFoundError,
+    OutsideRootsError,
+    PathError,
+    Workspace,
+)
 from index.tools._paths import open_confined
 
 SECRET = "top secret outside the root\n"
@@ -168,10 +175,38 @@ def test_devices_are_refused_even_inside_a_root(tmp_path: Path, device: str) -> 
         assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("path", ["", "a\x00b", "x" * 5000], ids=["empty", "nul", "too-long"])
-def test_malformed_paths_get_a_clear_error(layout: dict[str, Path], path: str) -> None:
-    with ws_for(layout) as ws, pytest.raises(PathError.__mro__[1]):
-        ws.call("file_read", {"path": path})
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("", "path must be a non-empty string; pass a file's path inside the roots ({roots})"),
+        (
+            "a\x00b",
+            "path 'a\\x00b' contains a NUL byte, which no file name holds; "
+            "pass the name without it",
+        ),
+        (
+            "x" * 5000,
+            f"path '{'x' * 80}'... is 5000 characters, longer than any file path (4096); "
+            "pass a shorter path inside the roots ({roots})",
+        ),
+    ],
+    ids=["empty", "nul", "too-long"],
+)
+def test_malformed_paths_get_a_clear_error(
+    layout: dict[str, Path], tmp_path: Path, path: str, message: str
+) -> None:
+    with ws_for(layout) as ws:
+        with pytest.raises(InvalidArgumentError) as info:
+            ws.call("file_read", {"path": path})
+        assert type(info.value) is InvalidArgumentError
+        assert str(info.value) == message.format(roots=", ".join(ws.roots))
+        # Nothing but the given path (cut to 80 characters) and the roots: no working
+        # directory, no resolved location, no home besides the roots inside it.
+        rest = str(info.value).replace(repr(path[:80]), "")
+        for root in ws.roots:
+            rest = rest.replace(root, "")
+        assert str(tmp_path) not in rest
+        assert os.getcwd() not in rest
 
 
 def test_missing_file_says_so(layout: dict[str, Path]) -> None:
