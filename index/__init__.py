@@ -31,6 +31,7 @@ from ._errors import (
     OutsideRootsError,
     PathError,
     StoreError,
+    StoreVersionError,
     WorkspaceError,
     WrongFileTypeError,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "OutsideRootsError",
     "PathError",
     "StoreError",
+    "StoreVersionError",
     "TOOL_NAMES",
     "Workspace",
     "WorkspaceError",

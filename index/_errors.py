@@ -17,6 +17,7 @@ face can say them in its own words (the CLI adds its flags).
     │   └── IngestError            some files of an ingest were refused (``report`` says which)
     ├── BusyError                  another process holds the writer past the wait limit
     └── StoreError                 the store on disk is unusable
+        └── StoreVersionError      written by a newer leanreplay, or too old for a read-only home
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "OutsideRootsError",
     "PathError",
     "StoreError",
+    "StoreVersionError",
     "WorkspaceError",
     "WrongFileTypeError",
     "home_error",
@@ -113,6 +115,11 @@ class BusyError(WorkspaceError):
 
 class StoreError(WorkspaceError):
     """The store on disk is unusable."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer leanreplay (upgrade leanreplay), or needs an upgrade
+    that a read-only home cannot take (open it once where the home can be written)."""
 
 
 def home_error(what: str, exc: OSError) -> StoreError:

@@ -14,7 +14,6 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -28,11 +27,12 @@ from .._errors import (
     ImportFormatError,
     InvalidArgumentError,
     StoreError,
+    StoreVersionError,
 )
 from ._attachments import SavedAttachment, inline_blocks
+from ._migrations import LATEST, migrate, newer_error, version
 
 __all__ = [
-    "SCHEMA_VERSION",
     "ConversationInfo",
     "ConversationStats",
     "FoldRecord",
@@ -41,51 +41,11 @@ __all__ = [
     "StoredMessage",
 ]
 
-SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process before BusyError
 MAX_ID_CHARS = 256
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    source TEXT,
-    format TEXT,
-    notes TEXT NOT NULL DEFAULT '[]'
-);
-CREATE TABLE IF NOT EXISTS messages (
-    conversation_id TEXT NOT NULL REFERENCES conversations(id),
-    seq INTEGER NOT NULL,
-    id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, seq),
-    UNIQUE (conversation_id, id)
-);
-CREATE TABLE IF NOT EXISTS folds (
-    conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
-    summary TEXT NOT NULL,
-    through_seq INTEGER NOT NULL,
-    through_id TEXT NOT NULL,
-    generation INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS attachments (
-    conversation_id TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    block INTEGER NOT NULL,
-    path TEXT NOT NULL,
-    card TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, message_id, block)
-);
-CREATE TABLE IF NOT EXISTS snapshots (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL,
-    body TEXT NOT NULL
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -189,6 +149,7 @@ class Store:
         self.path = os.path.join(home, "store.sqlite3")
         self._lock = threading.RLock()
         self.read_only: str | None = None  # why, when the home cannot be written
+        self.migrated: list[str] = []  # the schema steps this open ran (see _migrations)
         if _read_only(home):
             self._open_read_only("the home is on a read-only file system")
             return
@@ -200,29 +161,31 @@ class Store:
             ) from None
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
+            db: sqlite3.Connection | None = None
             try:
-                self._db = sqlite3.connect(
-                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-                )
-            except sqlite3.DatabaseError as exc:
-                raise _db_error("cannot open the store", exc) from None
-            try:
-                self._setup()
+                db = _connect(self.path)
+                self.migrated = migrate(db)
+                (self.identity,) = db.execute(
+                    "SELECT value FROM meta WHERE key='store_id'"
+                ).fetchone()
+                self._db = db
                 return
-            except sqlite3.OperationalError as exc:
-                # Switching a new store to WAL fails at once, without waiting, while another
-                # process creates it: retry within the same limit as any other write.
-                self._db.close()
-                if "locked" in str(exc) and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                    continue
+            except BaseException as exc:
+                if db is not None:
+                    db.close()
+                if not isinstance(exc, sqlite3.DatabaseError):
+                    raise
+                if "locked" in str(exc):
+                    # Switching a new store to WAL fails at once, without waiting, while
+                    # another process creates it: retry within the same limit as any write.
+                    if time.monotonic() < deadline:
+                        time.sleep(0.02)
+                        continue
+                    raise _busy() from None
                 if os.path.isfile(self.path) and _primary(exc) in _UNWRITABLE:
                     # A full disk: what is stored can still be read.
                     self._open_read_only(str(_db_error("the home cannot be written", exc)))
                     return
-                raise _db_error("cannot open the store", exc) from None
-            except sqlite3.DatabaseError as exc:
-                self._db.close()
                 raise _db_error("cannot open the store", exc) from None
 
     def _open_read_only(self, why: str) -> None:
@@ -237,52 +200,34 @@ class Store:
         uri = "file:" + urllib.parse.quote(os.path.abspath(self.path))
         failure: sqlite3.DatabaseError | None = None
         for options in ("?mode=ro", "?immutable=1"):
-            db = sqlite3.connect(
-                uri + options, uri=True, isolation_level=None, check_same_thread=False
-            )
             try:
-                (self.identity,) = db.execute(
-                    "SELECT value FROM meta WHERE key='store_id'"
-                ).fetchone()
+                db = _connect(uri + options, writable=False)
+            except sqlite3.DatabaseError as exc:
+                failure = exc
+                continue
+            try:
+                found = version(db)
+                if found == LATEST:
+                    (self.identity,) = db.execute(
+                        "SELECT value FROM meta WHERE key='store_id'"
+                    ).fetchone()
             except sqlite3.DatabaseError as exc:
                 db.close()
                 failure = exc
                 continue
+            if found != LATEST:
+                db.close()
+                if found > LATEST:
+                    raise newer_error(found, LATEST)
+                raise StoreVersionError(
+                    f"{why}, and the store was written by an older leanreplay (version "
+                    f"{found}, this one reads {LATEST}): open it once where the home can be "
+                    "written, to upgrade it"
+                )
             self._db = db
             return
         assert failure is not None
         raise _db_error(f"{why}; reading the store failed too", failure)
-
-    def _setup(self) -> None:
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        with self._write():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            columns = {r[1] for r in self._db.execute("PRAGMA table_info(messages)")}
-            if "chars" not in columns:  # stores from before the fold kept no sizes
-                self._db.execute("ALTER TABLE messages ADD COLUMN chars INTEGER")
-            if "at" not in columns:  # stores from before the viewer kept no times
-                self._db.execute("ALTER TABLE messages ADD COLUMN at REAL")
-            self._db.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
-                (uuid.uuid4().hex,),
-            )
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-                )
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"the store has schema {row[0]}, newer than this leanreplay "
-                    f"({SCHEMA_VERSION}); upgrade leanreplay"
-                )
-        (self.identity,) = self._db.execute(
-            "SELECT value FROM meta WHERE key='store_id'"
-        ).fetchone()
 
     def close(self) -> None:
         with self._lock:
@@ -297,9 +242,7 @@ class Store:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 if "locked" in str(exc) or "busy" in str(exc):
-                    raise BusyError(
-                        f"another process held the store for over {BUSY_TIMEOUT_S:.0f}s; retry"
-                    ) from None
+                    raise _busy() from None
                 raise _db_error("cannot write the store", exc) from None
             try:
                 yield self._db
@@ -621,18 +564,13 @@ class Store:
         return FoldRecord(*rows[0]) if rows else None
 
     def chars_after(self, conversation_id: str, seq: int) -> int:
-        """Content chars of the messages after ``seq`` (sizes kept at insert)."""
+        """Content chars of the messages after ``seq`` (sizes kept at insert, and measured for
+        older rows by the "message sizes" migration)."""
         rows = self._read(
-            "SELECT COALESCE(SUM(chars), 0), COUNT(*) - COUNT(chars) FROM messages "
-            "WHERE conversation_id=? AND seq>?",
+            "SELECT COALESCE(SUM(chars), 0) FROM messages WHERE conversation_id=? AND seq>?",
             (conversation_id, seq),
         )
-        total, unknown = rows[0]
-        if unknown:  # rows from an older store: measure them now
-            return sum(
-                content_chars(m.message()) for m in self.messages(conversation_id, after_seq=seq)
-            )
-        return int(total)
+        return int(rows[0][0])
 
     def write_fold(
         self, conversation_id: str, summary: str, through_seq: int, through_id: str, expected: int
@@ -704,6 +642,36 @@ class Store:
                 "SELECT body FROM snapshots WHERE conversation_id=? ORDER BY n", (conversation_id,)
             )
         return [json.loads(body) for (body,) in rows]
+
+
+def _connect(target: str, *, writable: bool = True) -> sqlite3.Connection:
+    """Every connection of the store, with the settings its promises rest on.
+
+    WAL lets readers run beside the one writer; synchronous=FULL makes an acknowledged write
+    survive a power loss, not only a killed process; the busy wait lets several processes
+    take turns; foreign keys keep messages with their conversation. A read-only connection
+    (``target`` a ``file:`` URI) keeps the file's journal mode, which it cannot change.
+    """
+    db = sqlite3.connect(
+        target,
+        timeout=BUSY_TIMEOUT_S,
+        isolation_level=None,
+        check_same_thread=False,
+        uri=not writable,
+    )
+    try:
+        if writable:
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA foreign_keys=ON")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _busy() -> BusyError:
+    return BusyError(f"another process held the store for over {BUSY_TIMEOUT_S:.0f}s; retry")
 
 
 def _read_only(home: str) -> bool:
