@@ -1,6 +1,6 @@
 """What replay costs in billed input tokens, on the real transcripts in ../shared/transcripts.
 
-The model (SPEC section 11): one request before each assistant message, holding every message
+The model: one request before each assistant message, holding every message
 before it; each strategy transforms that request and `for_provider` serializes it as the body
 the provider receives (compact JSON, ``{"messages": [...]}``). Per request, the longest common
 prefix with the previous request's body is a cache read, the rest a cache write. Billed input

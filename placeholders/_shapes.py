@@ -83,7 +83,10 @@ def is_meta(message: Message) -> bool:
 
 
 def is_genuine_user(message: Message) -> bool:
-    """True for a user message that carries human input (see SPEC section 2)."""
+    """True for a user message a person wrote: non-blank text that is not a runtime injection
+    (an interrupt marker, a command echo), or an image, document or file. A message marked
+    ``meta``, or of only tool results, is not one; the rules that count user exchanges count
+    only these."""
     if message.get("role") != "user" or is_meta(message):
         return False
     content = message.get("content")

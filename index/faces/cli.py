@@ -45,7 +45,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def default_home() -> str:
-    """``$LEANREPLAY_HOME``, else the user data dir (``$XDG_DATA_HOME/leanreplay``)."""
+    """The user data dir: ``$XDG_DATA_HOME/leanreplay``, else ``~/.local/share/leanreplay``.
+    ``--home`` and ``$LEANREPLAY_HOME`` (read by click, before this default) win over it."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "share"
     )

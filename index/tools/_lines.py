@@ -1,8 +1,8 @@
 """Numbered lines of text files of any size, read through a persisted sparse line index.
 
 The index counts newlines per 256 KiB block. It is built lazily, only as far as a read
-needs, in 4 MiB chunks scanned by two threads (NumPy when installed, which releases the
-GIL; ``bytes.count`` otherwise), and saved under the workspace home so a later call, or
+needs, in 4 MiB chunks scanned by two threads (NumPy, which releases the GIL;
+``bytes.count`` where NumPy has no wheel), and saved under the workspace home so a later call, or
 another process, seeks straight to a line. Memory stays flat: each thread reads into one
 reused buffer.
 
@@ -33,7 +33,7 @@ from ._paths import OpenFile
 _np: Any
 try:  # a vectorized newline count that releases the GIL (a dependency; wheels may be missing)
     import numpy as _np
-except ImportError:  # pragma: no cover - exercised when the extra is not installed
+except ImportError:  # pragma: no cover - a platform without a NumPy wheel
     _np = None
 
 __all__ = [

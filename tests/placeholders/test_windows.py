@@ -1,4 +1,4 @@
-"""last_turns and PairWindow, including the worked examples of SPEC section 4."""
+"""last_turns and PairWindow, including the worked examples of the project spec."""
 
 from __future__ import annotations
 
