@@ -2,8 +2,9 @@
 
 Tests that read the real transcripts in ``../shared/transcripts`` get them through
 `transcripts` (a fixture) or `transcript_files` (for parametrizing). In a fresh clone without
-that folder those tests skip and say why; under ``CI=true`` a missing folder fails the run,
-so CI can never go green by skipping the real-data tests.
+that folder those tests skip and say why; under ``CI=true`` a missing folder, or a missing
+file of those its ``SOURCES.md`` lists, fails the run, so CI can never go green by skipping
+the real-data tests or running them on part of the data.
 """
 
 from __future__ import annotations
@@ -31,11 +32,35 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
 
+def listed_transcripts(sources: str) -> list[str]:
+    """The files a ``SOURCES.md`` lists: the first cell of each table row, under the folder
+    its ``## folder/`` section names."""
+    listed = []
+    folder = ""
+    for line in sources.splitlines():
+        if line.startswith("## "):
+            folder = line[3:].split()[0].rstrip("/")
+        elif line.startswith("| ") and not line.startswith(("| file |", "|---")):
+            listed.append(f"{folder}/{line.split('|')[1].strip()}")
+    return listed
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if in_ci() and not TRANSCRIPTS.is_dir():
+    if not in_ci():
+        return
+    if not TRANSCRIPTS.is_dir():
         raise pytest.UsageError(
             f"CI=true but {TRANSCRIPTS} is missing: the real-data tests cannot be skipped in CI; "
             "check out the shared transcripts beside the repository"
+        )
+    sources = TRANSCRIPTS / "SOURCES.md"
+    listed = listed_transcripts(sources.read_text(encoding="utf-8")) if sources.is_file() else []
+    missing = [name for name in listed if not (TRANSCRIPTS / name).is_file()]
+    if not listed or missing:
+        raise pytest.UsageError(
+            f"CI=true but {TRANSCRIPTS} is incomplete ({len(missing)} of the files its "
+            f"SOURCES.md lists are missing, e.g. {missing[:1]}, or it lists none); the real-data "
+            "tests would run on part of the data"
         )
 
 

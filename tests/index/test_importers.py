@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from index import ImportFormatError, InvalidArgumentError, Workspace
+from index.store._importers import load
 from placeholders import (
     STUB_TEXT,
     ReplayPolicy,
@@ -21,14 +22,40 @@ from placeholders import (
     result_slots,
 )
 from tests.builders import read_whole
-from tests.conftest import TRANSCRIPTS, require_transcripts, transcript_files, transcript_id
+from tests.conftest import (
+    TRANSCRIPTS,
+    listed_transcripts,
+    require_transcripts,
+    transcript_files,
+    transcript_id,
+)
 from tests.placeholders.test_replay import assert_prefix_extensions, parse_call, parse_part
 
 REAL_FILES = transcript_files()
 
 
-def test_transcripts_are_present(transcripts: Path) -> None:
-    assert len(REAL_FILES) == 22, "expected the 22 transcript files described in SOURCES.md"
+# What each folder of the shared transcripts holds (its SOURCES.md says so).
+SOURCE_FORMATS = {
+    "claude-code-m-claude": "claude-code",
+    "mini-swe-agent-pr816": "mini-swe-agent",
+    "tau-bench": "tau-bench",
+}
+
+
+def test_the_ci_guard_reads_the_transcripts_sources_md_list(transcripts: Path) -> None:
+    # Under CI=true, conftest refuses to start when a file SOURCES.md lists is missing: its
+    # parser must see exactly the files these tests read.
+    listed = listed_transcripts((transcripts / "SOURCES.md").read_text(encoding="utf-8"))
+    assert sorted(listed) == sorted(transcript_id(p) for p in REAL_FILES)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=transcript_id)
+def test_real_transcript_is_detected_as_the_format_it_was_written_in(path: Path) -> None:
+    imported = load(str(path))  # format="auto"
+    assert imported, "no conversation"
+    expected = SOURCE_FORMATS[path.relative_to(TRANSCRIPTS).parts[0]]
+    assert {i.format for i in imported} == {expected}
+    assert all(i.messages for i in imported)
 
 
 @pytest.fixture(scope="module")
