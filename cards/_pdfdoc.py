@@ -13,6 +13,7 @@ from ._pdffile import (
     _STARTXREF,
     _WINDOW,
     MAX_OBJECT_BYTES,
+    MAX_OBJECT_STREAM_DEPTH,
     MAX_OBJECT_STREAMS,
     MAX_RECOVERY_SCAN_BYTES,
     MAX_REF_CHAIN,
@@ -48,6 +49,7 @@ class PdfDocument:
         self.file = file
         self._cache: dict[int, PdfObject] = {}
         self._streams: dict[int, tuple[_Decoded, list[tuple[int, int]], int]] = {}
+        self._opening: list[int] = []  # object streams being opened, outermost first
         self._sections: list[_TableSection | _StreamSection] = []
         self._next_section: int | None = None
         self._seen_sections: set[int] = set()
@@ -227,11 +229,13 @@ class PdfDocument:
         return value
 
     def resolve(self, value: PdfObject) -> PdfObject:
-        for _ in range(MAX_REF_CHAIN):
-            if not isinstance(value, Ref):
-                return value
+        followed = 0
+        while isinstance(value, Ref):
+            if followed == MAX_REF_CHAIN:
+                raise Broken(f"reference chain longer than {MAX_REF_CHAIN}")
             value = self.get(value.num)
-        raise Broken(f"reference chain longer than {MAX_REF_CHAIN}")
+            followed += 1
+        return value
 
     def _source(self, stream: Stream) -> _Decoded:
         length = self.resolve(stream.dict.get("Length"))
@@ -241,6 +245,20 @@ class PdfDocument:
     def _object_stream(self, stream_num: int) -> tuple[_Decoded, list[tuple[int, int]], int]:
         if stream_num in self._streams:
             return self._streams[stream_num]
+        chain = " -> ".join(map(str, [*self._opening, stream_num]))
+        if stream_num in self._opening:
+            raise Broken(f"object stream {stream_num} is needed to open itself ({chain})")
+        # Count the streams being opened, not the distinct ones: a loop that slipped past the
+        # check above must still end here.
+        if len(self._opening) >= MAX_OBJECT_STREAM_DEPTH:
+            raise Broken(f"object streams nested deeper than {MAX_OBJECT_STREAM_DEPTH} ({chain})")
+        self._opening.append(stream_num)
+        try:
+            return self._open_object_stream(stream_num)
+        finally:
+            self._opening.pop()
+
+    def _open_object_stream(self, stream_num: int) -> tuple[_Decoded, list[tuple[int, int]], int]:
         stream = self.get(stream_num)
         if not isinstance(stream, Stream) or stream.dict.get("Type") != "ObjStm":
             raise Broken(f"object {stream_num} is not an object stream")
@@ -277,8 +295,10 @@ class PdfDocument:
         window = _WINDOW
         while True:
             data = source.ensure(start + window)
+            # Parse within the window only: the inflated stream may hold far more.
+            at_eof = source.done and len(data) <= start + window
             try:
-                return Parser(data, start, at_eof=source.done).parse()
+                return Parser(data[: start + window], start, at_eof=at_eof).parse()
             except Incomplete:
                 if window >= MAX_OBJECT_BYTES:
                     raise Broken(f"object {num} is larger than {MAX_OBJECT_BYTES} bytes") from None

@@ -15,7 +15,9 @@ __all__ = [
     "FREE",
     "MAX_OBJECT_BYTES",
     "MAX_OBJECT_STREAMS",
+    "MAX_OBJECT_STREAM_DEPTH",
     "MAX_PAGES",
+    "MAX_PREDICTOR_BYTES",
     "MAX_RECOVERY_SCAN_BYTES",
     "MAX_REF_CHAIN",
     "MAX_STREAM_BYTES",
@@ -33,6 +35,8 @@ MAX_TAIL_BYTES = 64 * 1024  # writers that pad the end still fit
 MAX_XREF_SECTIONS = 1_000  # length of a /Prev chain
 MAX_OBJECT_BYTES = 4 * 1024 * 1024  # text of one indirect object
 MAX_STREAM_BYTES = 32 * 1024 * 1024  # an xref or object stream, raw or decoded
+MAX_PREDICTOR_BYTES = 256 * 1024  # bytes a PNG predictor other than Up decodes row by row
+MAX_OBJECT_STREAM_DEPTH = 8  # object streams open at once (one's /Length inside another)
 MAX_REF_CHAIN = 32  # a reference to a reference to ...
 MAX_TREE_NODES = 100_000  # page-tree walk when /Count cannot be trusted
 MAX_PAGES = 10_000_000

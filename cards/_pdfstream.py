@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import zlib
 
-from ._pdffile import _OBJ_HEADER, _WINDOW, MAX_OBJECT_BYTES, MAX_STREAM_BYTES, _File
+from ._pdffile import (
+    _OBJ_HEADER,
+    _WINDOW,
+    MAX_OBJECT_BYTES,
+    MAX_PREDICTOR_BYTES,
+    MAX_STREAM_BYTES,
+    _File,
+)
 from ._pdfobj import (
     Broken,
     Incomplete,
@@ -25,6 +32,13 @@ def _byte_sum(data: bytes) -> int:
 
 
 def _png_decode(data: bytes, columns: int, rows: int) -> bytes:
+    """``rows`` rows of PNG-predicted ``data``, decoded one byte at a time in Python: the
+    bytes it decodes are bounded, since a small inflated stream can hold millions of rows."""
+    if rows * columns > MAX_PREDICTOR_BYTES:
+        raise Broken(
+            f"PNG predictor rows hold {rows * columns} bytes, more than the probe decodes "
+            f"({MAX_PREDICTOR_BYTES})"
+        )
     stride = columns + 1
     out = bytearray()
     prev = bytearray(columns)

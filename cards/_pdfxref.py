@@ -152,10 +152,14 @@ class _StreamSection:
         # PNG predictors: each row starts with its filter type. Writers almost always use Up
         # (2), where a row is the column-wise sum of all rows since the last unfiltered one;
         # sum just those columns instead of decoding every row.
-        filters = data[0 : (k + 1) * stride : stride]
+        stop = (k + 1) * stride
+        filters = data[0:stop:stride]
         base_row = len(filters.rstrip(b"\x02")) - 1
         if base_row >= 0 and filters[base_row] not in (0, 1):
-            return _png_decode(data, self.row, k + 1)[k * self.row : (k + 1) * self.row]
+            # Up, Average and Paeth rows build on the row above: decode from the last None or
+            # Sub row, which does not.
+            start = max(filters.rfind(b"\x00"), filters.rfind(b"\x01"), 0)
+            return _png_decode(data[start * stride : stop], self.row, k + 1 - start)[-self.row :]
         if base_row >= 0:
             base = bytearray(data[base_row * stride + 1 : base_row * stride + stride])
             if filters[base_row] == 1:  # Sub, with one byte per pixel
@@ -164,7 +168,6 @@ class _StreamSection:
         else:
             base = bytearray(self.row)
         first = (base_row + 1) * stride
-        stop = (k + 1) * stride
         for j in range(self.row):
             base[j] = (base[j] + _byte_sum(data[first + 1 + j : stop : stride])) & 0xFF
         return bytes(base)
