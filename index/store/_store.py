@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from placeholders import content_chars, role_of
+from placeholders import SPLIT_KEY, content_chars, role_of
 
 from .._errors import (
     BusyError,
@@ -340,11 +340,7 @@ class Store:
             for (seq, mid, body), new in zip(stored, prepared, strict=False):
                 candidate = new if "id" in new else {**new, "id": mid}
                 if encode_message(candidate) != body:
-                    raise ImportFormatError(
-                        f"conversation {conversation_id!r} is already stored with different "
-                        f"messages (first difference at message {seq}); ingest it under "
-                        "another conversation id"
-                    )
+                    raise ImportFormatError(_differs(db, conversation_id, seq, stored, prepared))
             fresh = prepared[len(stored) :]
             if attachments is not None and stored:
                 self._repair_attachments(db, conversation_id, stored, attachments)
@@ -730,6 +726,38 @@ def _role(message: Mapping[str, Any]) -> str:
     if isinstance(role, str):
         return role
     return message.get("type", "") if role_of(message) is not None else ""
+
+
+def _differs(
+    db: sqlite3.Connection,
+    conversation_id: str,
+    seq: int,
+    stored: list[tuple[int, str, str]],
+    log: list[Mapping[str, Any]],
+) -> str:
+    """Why an import does not match what is stored, and what to do."""
+    (fmt,) = db.execute(
+        "SELECT format FROM conversations WHERE id=?", (conversation_id,)
+    ).fetchone()
+    split = f'"{SPLIT_KEY}"'
+    if (
+        fmt == "claude-code"
+        and not any(split in body for _, _, body in stored)
+        and any(SPLIT_KEY in m for m in log)
+    ):
+        # The first Claude Code importer joined the records of one API message (and the
+        # results that followed) into one message; today's keeps one message per record. The
+        # records cannot be recovered from the joined messages: the file is imported again.
+        return (
+            f"conversation {conversation_id!r} was stored by an older leanreplay, which joined "
+            f"Claude Code records into fewer messages (it differs from this log at message "
+            f"{seq}); ingest the file under another conversation id to store it one message "
+            "per record (the stored conversation stays readable)"
+        )
+    return (
+        f"conversation {conversation_id!r} is already stored with different messages (first "
+        f"difference at message {seq}); ingest it under another conversation id"
+    )
 
 
 def _missing(conversation_id: str) -> ConversationNotFoundError:

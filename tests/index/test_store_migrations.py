@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import multiprocessing
 import sqlite3
 import tempfile
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from index import StoreError, StoreVersionError, Workspace
+from index import ImportFormatError, StoreError, StoreVersionError, Workspace
 from index.faces.cli import cli
 from index.store._migrations import LATEST, MIGRATIONS, Migration, migrate
 from index.store._store import Store, encode_message
@@ -414,3 +415,85 @@ def test_reopening_changes_nothing(tmp_path: Path, kind: str) -> None:
     Store(str(path.parent)).close()
     assert dump(path) == first
     assert first["messages"][0][4] == encode_message(MESSAGES["c1"][0])
+
+
+SESSION = "5f0c2a9e-3b1d-4c7a-9e8f-1a2b3c4d5e6f"
+
+
+def _record(kind: str, uuid: str, content: Any, api_id: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if api_id:
+        message |= {"id": api_id, "type": "message", "model": "claude-opus-4-5"}
+    return {"type": kind, "message": message, "uuid": uuid, "sessionId": SESSION}
+
+
+CALL = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "error: linker"}
+SESSION_LOG = [
+    _record("user", "u1", "why did the build fail?"),
+    _record("assistant", "u2", [{"type": "text", "text": "Let me look."}], "msg_1"),
+    _record("assistant", "u3", [CALL], "msg_1"),  # one record per content block
+    _record("user", "u4", [RESULT]),
+    _record("assistant", "u5", [{"type": "text", "text": "The linker failed."}], "msg_2"),
+]
+# What turn 1's importer stored for it: the records of one API message joined, the
+# conversation named after the session.
+JOINED = [
+    {"role": "user", "content": "why did the build fail?", "id": "u1"},
+    {"role": "assistant", "content": [{"type": "text", "text": "Let me look."}, CALL], "id": "u2"},
+    {"role": "user", "content": [RESULT], "id": "u4"},
+    {"role": "assistant", "content": [{"type": "text", "text": "The linker failed."}], "id": "u5"},
+]
+
+
+def test_a_claude_code_session_joined_by_the_first_importer_says_how_to_import_it_again(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = sqlite3.connect(home / "store.sqlite3", isolation_level=None)
+    db.executescript("BEGIN;" + TURN1 + "COMMIT;")
+    db.execute("INSERT INTO conversations VALUES (?, ?, 'claude-code', '[]')", (SESSION, "x"))
+    for seq, message in enumerate(JOINED, start=1):
+        db.execute(
+            "INSERT INTO messages VALUES (?,?,?,?,?)",
+            (SESSION, seq, message["id"], message["role"], encode_message(message)),
+        )
+    db.close()
+    log = tmp_path / f"{SESSION}.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in SESSION_LOG))
+    with Workspace(home) as ws:
+        with pytest.raises(ImportFormatError) as info:
+            ws.ingest(log)
+        assert str(info.value).endswith(
+            f"conversation {SESSION!r} was stored by an older leanreplay, which joined Claude "
+            "Code records into fewer messages (it differs from this log at message 2); ingest "
+            "the file under another conversation id to store it one message per record (the "
+            "stored conversation stays readable)"
+        )
+        # The fix the message names works, and the joined conversation is still there.
+        (again,) = ws.ingest(log, conversation_id="build-session")
+        assert [m["id"] for m in ws.messages(again)] == ["u1", "u2", "u3", "u4", "u5"]
+        assert ws.messages(SESSION) == JOINED
+        # Any other difference keeps the general message: a session stored one message per
+        # record, then changed, and a log of another format.
+        changed = [*SESSION_LOG[:4], _record("assistant", "u5", "rewritten", "msg_2")]
+        log.write_text("".join(json.dumps(r) + "\n" for r in changed))
+        with pytest.raises(ImportFormatError, match="already stored with different messages"):
+            ws.ingest(log, conversation_id="build-session")
+        plain = [_record("user", "p1", "hi"), _record("assistant", "p2", "hello")]  # no API ids
+        log.write_text("".join(json.dumps(r) + "\n" for r in plain))
+        ws.ingest(log, conversation_id="plain-session")
+        plain[1] = _record("assistant", "p2", "hello again")
+        log.write_text("".join(json.dumps(r) + "\n" for r in plain))
+        with pytest.raises(ImportFormatError, match="already stored with different messages"):
+            ws.ingest(log, conversation_id="plain-session")
+        other = tmp_path / "other.jsonl"
+        other.write_text(json.dumps({"role": "user", "content": "x"}) + "\n")
+        ws.ingest(other)
+        other.write_text(json.dumps({"role": "user", "content": "y"}) + "\n")
+        with pytest.raises(ImportFormatError, match="already stored with different messages"):
+            ws.ingest(other)
+        log.write_text("".join(json.dumps(r) + "\n" for r in SESSION_LOG))
+        with pytest.raises(ImportFormatError, match="already stored with different messages"):
+            ws.ingest(log, conversation_id="other")
