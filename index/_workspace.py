@@ -26,14 +26,12 @@ from placeholders import (
     ReplayPolicy,
     ReplayResult,
     Summarizer,
-    call_inputs,
     call_with_overflow_retry,
     compact_turn,
     content_chars,
     fold_boundary,
     is_genuine_user,
     read_call,
-    result_slots,
 )
 from placeholders._checks import check_int
 
@@ -65,7 +63,7 @@ from .store._lifecycle import (
     replay_at_turn,
     size_series,
 )
-from .store._pages import MAX_READ_CHARS, page, readable
+from .store._pages import MAX_READ_CHARS, next_read_call, original, page, readable
 from .store._store import ConversationInfo, FoldRecord, Store, StoredMessage, check_id, plain_json
 from .tools._archives import extract_member, list_archive
 from .tools._docs import iter_parts
@@ -822,50 +820,8 @@ class Workspace:
         cid = self._visible(conversation_id)
         mid = check_id("message_id", message_id)
         message = self.store.message(cid, mid).message()
-        slots = result_slots(message)
-        head: dict[str, Any] = {
-            "conversation_id": cid,
-            "message_id": mid,
-            "role": message.get("role"),
-        }
-        value: Any
-        if part is not None:
-            if part != "input":
-                raise InvalidArgumentError(f'part must be "input" or absent, got {part!r}')
-            if tool_call_id is None:
-                raise InvalidArgumentError(
-                    'part="input" needs the tool_call_id the placeholder names'
-                )
-            check_id("tool_call_id", tool_call_id)
-            inputs = dict(call_inputs(message))
-            if tool_call_id not in inputs:
-                raise ConversationNotFoundError(
-                    f"message {mid!r} makes no tool call {tool_call_id!r}"
-                    + (f"; it makes {', '.join(map(repr, inputs))}" if inputs else "")
-                )
-            head["tool_call_id"] = tool_call_id
-            head["part"] = part
-            value = inputs[tool_call_id]
-        elif tool_call_id is not None:
-            check_id("tool_call_id", tool_call_id)
-            chosen = [s for s in slots if s.tool_call_id == tool_call_id]
-            if not chosen:
-                known = [s.tool_call_id for s in slots]
-                raise ConversationNotFoundError(
-                    f"message {mid!r} holds no result for tool call {tool_call_id!r}"
-                    + (f"; it holds {', '.join(map(repr, known))}" if known else "")
-                )
-            slots = chosen
-        if part is None and (tool_call_id is not None or len(slots) == 1):
-            head["tool_call_id"] = slots[0].tool_call_id
-            head["is_error"] = slots[0].is_error
-            value = slots[0].content
-        elif part is not None:
-            pass  # the input chosen above
-        elif isinstance(message.get("content"), str) and not message.get("tool_calls"):
-            value = message["content"]
-        else:
-            value = {k: v for k, v in message.items() if k != "id"}
+        fields, value = original(message, mid, tool_call_id, part)
+        head = {"conversation_id": cid, "message_id": mid, "role": message.get("role"), **fields}
         unit = readable(value, self.attachments_dir)
         if offset > len(unit.text):
             raise InvalidArgumentError(
@@ -874,15 +830,7 @@ class Workspace:
             )
 
         def envelope(content: str, next_offset: int | None) -> dict[str, Any]:
-            nxt = None
-            if next_offset is not None:
-                args = [("conversation_id", cid), ("message_id", mid)]
-                if "tool_call_id" in head:
-                    args.append(("tool_call_id", head["tool_call_id"]))
-                if "part" in head:
-                    args.append(("part", head["part"]))
-                call = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args)
-                nxt = f"conversation_read({call}, offset={next_offset})"
+            nxt = None if next_offset is None else next_read_call(cid, mid, head, next_offset)
             return {
                 **head,
                 "format": unit.format,

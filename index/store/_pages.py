@@ -15,9 +15,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._attachments import _from_data_url, save_inline
+from placeholders import call_inputs, read_call, result_slots
 
-__all__ = ["MAX_PAGE_IMAGES", "MAX_READ_CHARS", "Readable", "page", "readable"]
+from .._errors import ConversationNotFoundError, InvalidArgumentError
+from ._attachments import _from_data_url, save_inline
+from ._store import check_id
+
+__all__ = [
+    "MAX_PAGE_IMAGES",
+    "MAX_READ_CHARS",
+    "Readable",
+    "next_read_call",
+    "original",
+    "page",
+    "readable",
+]
 
 MAX_READ_CHARS = 40_000  # one answer, as the model receives it (JSON-escaped)
 MAX_PAGE_IMAGES = 8  # image parts per answer; a page stops before the next image's marker
@@ -31,6 +43,54 @@ class Readable:
     format: str  # "text" (the original string) or "json" (structured content as JSON)
     images: list[dict[str, Any]] = field(default_factory=list)
     marker_offsets: list[int] = field(default_factory=list)
+
+
+def original(
+    message: Mapping[str, Any], message_id: str, tool_call_id: str | None, part: str | None
+) -> tuple[dict[str, Any], Any]:
+    """The unit of a stored message that ``conversation_read`` returns: (the fields that name
+    it in the answer, its value). A tool call's input with ``part="input"``; else the result
+    of ``tool_call_id`` (or of the one result the message holds); else a string content
+    verbatim; else the whole message without its id."""
+    head: dict[str, Any] = {}
+    if part is not None:
+        if part != "input":
+            raise InvalidArgumentError(f'part must be "input" or absent, got {part!r}')
+        if tool_call_id is None:
+            raise InvalidArgumentError('part="input" needs the tool_call_id the placeholder names')
+        check_id("tool_call_id", tool_call_id)
+        inputs = dict(call_inputs(message))
+        if tool_call_id not in inputs:
+            raise ConversationNotFoundError(
+                f"message {message_id!r} makes no tool call {tool_call_id!r}"
+                + (f"; it makes {', '.join(map(repr, inputs))}" if inputs else "")
+            )
+        return {"tool_call_id": tool_call_id, "part": part}, inputs[tool_call_id]
+    slots = result_slots(message)
+    if tool_call_id is not None:
+        check_id("tool_call_id", tool_call_id)
+        chosen = [s for s in slots if s.tool_call_id == tool_call_id]
+        if not chosen:
+            known = [s.tool_call_id for s in slots]
+            raise ConversationNotFoundError(
+                f"message {message_id!r} holds no result for tool call {tool_call_id!r}"
+                + (f"; it holds {', '.join(map(repr, known))}" if known else "")
+            )
+        slots = chosen
+    if tool_call_id is not None or len(slots) == 1:
+        head = {"tool_call_id": slots[0].tool_call_id, "is_error": slots[0].is_error}
+        return head, slots[0].content
+    if isinstance(message.get("content"), str) and not message.get("tool_calls"):
+        return head, message["content"]
+    return head, {k: v for k, v in message.items() if k != "id"}
+
+
+def next_read_call(
+    conversation_id: str, message_id: str, head: Mapping[str, Any], offset: int
+) -> str:
+    """The ``conversation_read(...)`` call that returns the page at ``offset``."""
+    call = read_call(conversation_id, message_id, head.get("tool_call_id"), head.get("part"))
+    return f"{call[:-1]}, offset={offset})"
 
 
 def _image_marker(n: int) -> str:
