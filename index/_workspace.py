@@ -29,7 +29,6 @@ from placeholders import (
     call_with_overflow_retry,
     compact_turn,
     content_chars,
-    fold_boundary,
     is_genuine_user,
     read_call,
 )
@@ -41,7 +40,6 @@ from ._errors import (
     InvalidArgumentError,
     NotFoundError,
     StoreError,
-    WorkspaceError,
     WrongFileTypeError,
 )
 from ._tools import META_TOOLS, call_tool, current_conversation, current_progress, tool_schemas
@@ -51,12 +49,13 @@ from .search._pdfindex import PageIndex
 from .store._activations import Activations
 from .store._attachments import AttachmentSaver
 from .store._home import mark_home
-from .store._importers import FORMATS, NotALogError, load
-from .store._ingest import FileReport, IngestError, IngestReport, IngestStatus, log_files
+from .store._importers import FORMATS
+from .store._ingest import FileReport, IngestError, IngestReport, ingest_file, log_files
 from .store._lifecycle import (
     FoldResult,
     SizePoint,
     append_event,
+    fold_as_appended,
     fold_conversation,
     lean_replay,
     read_events,
@@ -300,7 +299,16 @@ class Workspace:
                 reports.append(FileReport(path, "refused", reason=problem, error=error))
                 continue
             reports.append(
-                self._ingest_file(path, in_folder, format, conversation_id, fold and self.auto_fold)
+                ingest_file(
+                    self.store,
+                    path,
+                    in_folder,
+                    format=format,
+                    conversation_id=conversation_id,
+                    allowed=self.allowed,
+                    attachments_dir=self.attachments_dir,
+                    fold=self._fold_added if fold and self.auto_fold else None,
+                )
             )
         if progress is not None:
             progress(len(files), len(files), "")
@@ -316,84 +324,8 @@ class Workspace:
             )
         return report
 
-    def _ingest_file(
-        self,
-        source: str,
-        in_folder: bool,
-        format: str,
-        conversation_id: str | None,
-        fold: bool = False,
-    ) -> FileReport:
-        ids: list[str] = []
-        added = 0
-        new = False
-        notes: list[str] = []
-        formats: list[str] = []
-        try:
-            for item in load(source, format=format, conversation_id=conversation_id):
-                cid = check_id("conversation_id", item.conversation_id)
-                if self.allowed is not None and cid not in self.allowed:
-                    raise ConversationNotFoundError(
-                        f"conversation {cid!r} is not in this workspace's allowlist"
-                    )
-                saved = AttachmentSaver(self.attachments_dir)
-                # Save the likely new messages' attachments before taking the write lock; the
-                # store decides inside its transaction what is new, and asks for any others.
-                existed = self.store.exists(cid)
-                stored = self.store.info(cid).messages if existed else 0
-                for message in item.messages[stored:]:
-                    saved(message)
-                fresh = self.store.ingest(
-                    cid,
-                    item.messages,
-                    source=source,
-                    format=item.format,
-                    notes=item.notes,
-                    attachments=saved,
-                )
-                added += len(fresh)
-                if fold and fresh:
-                    self._fold_as_appended(cid, len(fresh))
-                new = new or not existed
-                ids.append(cid)
-                notes += item.notes
-                formats.append(item.format)
-        except NotALogError as exc:
-            if in_folder:
-                return FileReport(source, "skipped", reason="not in a known log format")
-            return FileReport(source, "refused", reason=str(exc), error=exc)
-        except WorkspaceError as exc:
-            return FileReport(source, "refused", tuple(ids), added, reason=str(exc), error=exc)
-        status: IngestStatus = "imported" if new else "appended" if added else "unchanged"
-        fmt = formats[0] if formats else None
-        return FileReport(source, status, tuple(ids), added, fmt, tuple(dict.fromkeys(notes)))
-
-    def _fold_as_appended(self, cid: str, new: int) -> list[FoldResult]:
-        """Fold the last ``new`` messages of a conversation as `append` would have, had they
-        arrived one at a time: wherever one takes the unsummarized part past the threshold,
-        the conversation as it stood then folds (once; a fold that finds no legal boundary is
-        tried again at the next message, as `append` does)."""
-        messages = self.messages(cid)
-        sizes = [content_chars(m) for m in messages]
-        first = len(messages) - new
-        fold = self.store.fold(cid)
-        start = fold.through_seq if fold else 0
-        unsummarized = sum(sizes[start:first])
-        folds = []
-        for end in range(first + 1, len(messages) + 1):
-            unsummarized += sizes[end - 1]
-            if unsummarized <= self.fold_policy.threshold_chars:
-                continue
-            if fold_boundary(messages[:end], start, self.fold_policy)[0] is None:
-                continue  # what fold_conversation would find, without reading the store
-            result = fold_conversation(
-                self.store, cid, self.fold_policy, self.summarizer, self.home, end=end
-            )
-            if result.folded and result.summarized_through_message is not None:
-                folds.append(result)
-                start = result.summarized_through_message
-                unsummarized = sum(sizes[start:end])
-        return folds
+    def _fold_added(self, cid: str, new: int) -> list[FoldResult]:
+        return fold_as_appended(self.store, cid, new, self.fold_policy, self.summarizer, self.home)
 
     def append(self, conversation_id: str, message: Mapping[str, Any] | Any) -> str:
         """Store one message at the end of a conversation (created if new); returns its id.

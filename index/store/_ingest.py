@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._errors import IngestError
-from ._importers import LOG_SUFFIXES
+from .._errors import ConversationNotFoundError, IngestError, WorkspaceError
+from ._attachments import AttachmentSaver
+from ._importers import LOG_SUFFIXES, NotALogError, load
+from ._store import Store, check_id
 
-__all__ = ["FileReport", "IngestError", "IngestReport", "IngestStatus", "log_files"]
+__all__ = [
+    "FileReport",
+    "IngestError",
+    "IngestReport",
+    "IngestStatus",
+    "ingest_file",
+    "log_files",
+]
 
 IngestStatus = Literal["imported", "appended", "unchanged", "refused", "skipped"]
 STATUSES: tuple[IngestStatus, ...] = ("imported", "appended", "unchanged", "refused", "skipped")
@@ -140,3 +149,62 @@ def _walk(folder: str) -> Iterator[str]:
         for name in sorted(files):
             if name.endswith(LOG_SUFFIXES):
                 yield os.path.join(top, name)
+
+
+def ingest_file(
+    store: Store,
+    source: str,
+    in_folder: bool,
+    *,
+    format: str,
+    conversation_id: str | None,
+    allowed: Collection[str] | None,
+    attachments_dir: str,
+    fold: Callable[[str, int], object] | None = None,
+) -> FileReport:
+    """Import one log into the store and say what it did. A file found in a folder that is in
+    no log format is skipped, one named directly is refused; ``fold(id, added)`` runs after
+    each conversation that grew."""
+    ids: list[str] = []
+    added = 0
+    new = False
+    notes: list[str] = []
+    formats: list[str] = []
+    try:
+        for item in load(source, format=format, conversation_id=conversation_id):
+            cid = check_id("conversation_id", item.conversation_id)
+            if allowed is not None and cid not in allowed:
+                raise ConversationNotFoundError(
+                    f"conversation {cid!r} is not in this workspace's allowlist"
+                )
+            saved = AttachmentSaver(attachments_dir)
+            # Save the likely new messages' attachments before taking the write lock; the
+            # store decides inside its transaction what is new, and asks for any others.
+            existed = store.exists(cid)
+            stored = store.info(cid).messages if existed else 0
+            for message in item.messages[stored:]:
+                saved(message)
+            fresh = store.ingest(
+                cid,
+                item.messages,
+                source=source,
+                format=item.format,
+                notes=item.notes,
+                attachments=saved,
+            )
+            added += len(fresh)
+            if fold is not None and fresh:
+                fold(cid, len(fresh))
+            new = new or not existed
+            ids.append(cid)
+            notes += item.notes
+            formats.append(item.format)
+    except NotALogError as exc:
+        if in_folder:
+            return FileReport(source, "skipped", reason="not in a known log format")
+        return FileReport(source, "refused", reason=str(exc), error=exc)
+    except WorkspaceError as exc:
+        return FileReport(source, "refused", tuple(ids), added, reason=str(exc), error=exc)
+    status: IngestStatus = "imported" if new else "appended" if added else "unchanged"
+    fmt = formats[0] if formats else None
+    return FileReport(source, status, tuple(ids), added, fmt, tuple(dict.fromkeys(notes)))

@@ -41,6 +41,7 @@ __all__ = [
     "FoldResult",
     "SizePoint",
     "append_event",
+    "fold_as_appended",
     "fold_conversation",
     "lean_replay",
     "read_events",
@@ -108,6 +109,34 @@ def fold_conversation(
             messages_folded=boundary - start,
             generation=generation,
         )
+
+
+def fold_as_appended(
+    store: Store, cid: str, new: int, policy: FoldPolicy, summarize: Summarizer, home: str
+) -> list[FoldResult]:
+    """Fold the last ``new`` messages of a conversation as `Workspace.append` would have, had
+    they arrived one at a time: wherever one takes the unsummarized part past the threshold,
+    the conversation as it stood then folds (once; a fold that finds no legal boundary is
+    tried again at the next message, as `append` does)."""
+    messages = [m.message() for m in store.messages(cid)]
+    sizes = [content_chars(m) for m in messages]
+    first = len(messages) - new
+    fold = store.fold(cid)
+    start = fold.through_seq if fold else 0
+    unsummarized = sum(sizes[start:first])
+    folds = []
+    for end in range(first + 1, len(messages) + 1):
+        unsummarized += sizes[end - 1]
+        if unsummarized <= policy.threshold_chars:
+            continue
+        if fold_boundary(messages[:end], start, policy)[0] is None:
+            continue  # what fold_conversation would find, without reading the store
+        result = fold_conversation(store, cid, policy, summarize, home, end=end)
+        if result.folded and result.summarized_through_message is not None:
+            folds.append(result)
+            start = result.summarized_through_message
+            unsummarized = sum(sizes[start:end])
+    return folds
 
 
 def _fold_step(
