@@ -17,12 +17,17 @@ BENIGN = "benign inside the root"
 SECRET = "secret outside the root"
 
 # Swaps root/dir between the real folder and a symlink to a folder outside the root, as
-# fast as it can, in its own process (no GIL shared with the reader), until it is killed.
+# fast as it can, in its own process (no GIL shared with the reader), until it is killed or
+# its parent is gone (a test process killed by a timeout or a mutation run must not leave a
+# swapper spinning).
 # renameat2(RENAME_EXCHANGE) swaps the two names in one step, so root/dir always exists;
 # where the file system lacks it, two renames through a parked name do.
 SWAPPER = """
-import ctypes, os, sys
+import ctypes, itertools, os, sys
 root, outside = sys.argv[1], sys.argv[2]
+parent = os.getppid()
+def running(counter=itertools.count()):
+    return next(counter) % 256 or os.getppid() == parent
 real, parked, link = (os.path.join(root, n).encode() for n in ("dir", "dir.parked", "dir.link"))
 os.symlink(outside, link)
 libc = ctypes.CDLL(None, use_errno=True)
@@ -30,10 +35,11 @@ exchange = getattr(libc, "renameat2", None)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 if exchange is not None and exchange(AT_FDCWD, real, AT_FDCWD, link, RENAME_EXCHANGE) == 0:
     print("ready", flush=True)
-    while True:
+    while running():
         exchange(AT_FDCWD, real, AT_FDCWD, link, RENAME_EXCHANGE)
+    sys.exit()
 print("ready", flush=True)
-while True:
+while running():
     os.rename(real, parked)
     os.rename(link, real)  # root/dir -> outside
     os.rename(real, link)
