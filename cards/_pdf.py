@@ -21,6 +21,7 @@ from ._pdfobj import (
     PdfObject,
     Ref,
     as_list,
+    is_int,
 )
 
 __all__ = ["PdfFacts", "decode_text_string", "probe_pdf"]
@@ -103,7 +104,7 @@ def _page_count(
     size = trailer.get("Size")
     # Every page is an object of its own, so /Count can never exceed the object count.
     limit = min(MAX_PAGES, size) if isinstance(size, int) and size > 0 else MAX_PAGES
-    if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= limit:
+    if is_int(count) and 0 <= count <= limit:
         return count
     counted = _walk_pages(doc, tree)
     problem = "missing" if count is None else f"{count!r:.40} is implausible (limit {limit})"

@@ -35,6 +35,7 @@ from ._pdfobj import (
     PdfObject,
     Ref,
     Stream,
+    is_int,
 )
 from ._pdfstream import _Decoded, _object_at, _parse_at, _stream_source
 from ._pdfxref import _StreamSection, _TableSection
@@ -177,7 +178,7 @@ class PdfDocument:
             section = _StreamSection.at(self.file, offset)
         self._sections.append(section)
         prev = section.trailer.get("Prev")
-        self._next_section = prev if isinstance(prev, int) and not isinstance(prev, bool) else None
+        self._next_section = prev if is_int(prev) else None
         if self._next_section is not None and not 0 <= self._next_section < self.file.size:
             raise Broken(f"/Prev {self._next_section} points outside the file")
         return True
@@ -239,7 +240,7 @@ class PdfDocument:
 
     def _source(self, stream: Stream) -> _Decoded:
         length = self.resolve(stream.dict.get("Length"))
-        known = length if isinstance(length, int) and not isinstance(length, bool) else None
+        known = length if is_int(length) else None
         return _stream_source(self.file, stream, length=known)
 
     def _object_stream(self, stream_num: int) -> tuple[_Decoded, list[tuple[int, int]], int]:

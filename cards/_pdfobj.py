@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple, TypeAlias, TypeGuard
 
 MAX_DEPTH = 64  # nesting of arrays and dictionaries
 
@@ -25,6 +25,7 @@ __all__ = [
     "Ref",
     "Stream",
     "as_list",
+    "is_int",
 ]
 
 
@@ -92,6 +93,11 @@ def as_list(value: PdfObject) -> list[PdfObject] | None:
     if isinstance(value, PlainArray):
         return value.items()
     return value if isinstance(value, list) else None
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """True for a PDF integer; Python's bools are ints, but a PDF boolean is not a number."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 _SKIP = re.compile(rb"(?:[ \t\n\r\f\x00]+|%[^\r\n]*)*")

@@ -19,6 +19,7 @@ from ._pdfobj import (
     Parser,
     PdfObject,
     Stream,
+    is_int,
 )
 
 
@@ -169,9 +170,7 @@ def _stream_source(
     where = stream.data_offset
     if length is None:
         raw_length = stream.dict.get("Length")
-        length = (
-            raw_length if isinstance(raw_length, int) and not isinstance(raw_length, bool) else -1
-        )
+        length = raw_length if is_int(raw_length) else -1
     if not 0 <= length <= MAX_STREAM_BYTES:
         # A missing or indirect /Length: find endstream instead, within the limit.
         end = _find_forward(file, where, b"endstream", MAX_STREAM_BYTES)
@@ -192,7 +191,7 @@ def _stream_source(
     predictor = 1
     if isinstance(params, dict):
         value = params.get("Predictor", 1)
-        predictor = value if isinstance(value, int) and not isinstance(value, bool) else 1
+        predictor = value if is_int(value) else 1
     if 1 < predictor < 10:
         raise Broken(f"TIFF predictor {predictor} is not supported by the probe")
     source = _Decoded(raw, compressed=filters is not None, where=where, predictor=predictor)

@@ -10,6 +10,7 @@ from ._pdfobj import (
     Broken,
     Stream,
     as_list,
+    is_int,
 )
 from ._pdfstream import _byte_sum, _object_at, _parse_at, _png_decode, _stream_source
 
@@ -44,7 +45,7 @@ class _TableSection:
         self.trailer = value
         self.hybrid: _StreamSection | None = None
         stm = value.get("XRefStm")
-        if isinstance(stm, int) and not isinstance(stm, bool):
+        if is_int(stm):
             try:
                 self.hybrid = _StreamSection.at(file, stm)
             except Broken:
@@ -85,9 +86,7 @@ class _StreamSection:
         if (
             not isinstance(widths, list)
             or len(widths) != 3
-            or not all(
-                isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= 8 for w in widths
-            )
+            or not all(is_int(w) and 0 <= w <= 8 for w in widths)
         ):
             raise Broken(f"xref stream at offset {offset} has an invalid /W {widths!r:.60}")
         self.widths = cast(list[int], widths)  # each checked to be an int in 0..8 above
@@ -99,7 +98,7 @@ class _StreamSection:
         if (
             raw_index is None
             or len(raw_index) % 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw_index)
+            or not all(is_int(v) and v >= 0 for v in raw_index)
         ):
             raise Broken(f"xref stream at offset {offset} has an invalid /Index")
         index = cast(list[int], raw_index)  # checked to be non-negative ints just above

@@ -6,7 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cards._pdfobj import MAX_DEPTH, Broken, Incomplete, Name, Parser, PlainArray, Ref, as_list
+from cards._pdfobj import (
+    MAX_DEPTH,
+    Broken,
+    Incomplete,
+    Name,
+    Parser,
+    PlainArray,
+    Ref,
+    as_list,
+    is_int,
+)
 
 
 def parse(data: bytes) -> object:
@@ -103,3 +113,12 @@ def test_arbitrary_bytes_parse_to_a_pdf_value_or_raise_our_errors(
         value, (bool, int, float, bytes, Name, Ref, list, dict, PlainArray, type(None))
     )
     assert 0 < parser.pos <= len(data), "a parsed value consumed bytes within the window"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(0, True), (-3, True), (True, False), (False, False), (1.0, False), (None, False)],
+    ids=repr,
+)
+def test_is_int_takes_pdf_integers_and_not_pdf_booleans(value: object, expected: bool) -> None:
+    assert is_int(value) is expected
