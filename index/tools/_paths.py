@@ -54,9 +54,10 @@ class OpenFile:
     ctime_ns: int = 0  # 0 only where no stat of the file exists
 
 
-def open_file(fd: int, path: str) -> OpenFile:
-    """An `OpenFile` from an open descriptor and the path it was opened by."""
-    st = os.fstat(fd)
+def open_file(fd: int, path: str, st: os.stat_result | None = None) -> OpenFile:
+    """An `OpenFile` from an open descriptor, the path it was opened by and its ``fstat``
+    (taken here when not given): the one place the fields of a fingerprint are read."""
+    st = os.fstat(fd) if st is None else st
     return OpenFile(fd, path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns)
 
 
@@ -229,7 +230,7 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
             raise NotAFileError(
                 f"{path!r} is {_kind(st.st_mode)}; the file tools read regular files"
             )
-        yield OpenFile(fd, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns)
+        yield open_file(fd, real, st)
     except OSError as exc:
         # Reading a confined file meets OSErrors only when it changes under us (a symlink
         # swapped, the file truncated or removed) or the home the tool writes to fails.

@@ -204,7 +204,9 @@ def _resident() -> int:
 def _document(path: str, identity: Identity) -> _Document:
     f = _open_checked(path, identity)
     st = os.fstat(f.fileno())
-    key = (path, identity, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # ctime: see rewrites
+    # The stat fields of _paths.fingerprint (this module imports nothing of index, and a
+    # document is cached open, so its content is not hashed again); ctime: see rewrites.
+    key = (path, identity, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     cached = _open_docs.get(key)
     if cached is not None and _resident() - _opened_at.get(key, 0) > REOPEN_GROWTH:
         _close(key)
