@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "INJECTED_PREFIXES",
     "Message",
     "ResultSlot",
     "block_chars",
     "content_chars",
     "is_genuine_user",
+    "is_injected_text",
     "is_meta",
     "one_line",
     "result_slots",
@@ -38,7 +40,8 @@ ITEM_ROLES = {
 Message = Mapping[str, Any]
 
 # Claude Code and other runtimes inject these as user-role text; they are not human input.
-_INJECTED_PREFIXES = (
+# The one list: the importers mark such messages meta with `is_injected_text` too.
+INJECTED_PREFIXES = (
     "[Request interrupted by user",
     "<command-name>",
     "<command-message>",
@@ -91,7 +94,7 @@ def is_genuine_user(message: Message) -> bool:
         return False
     content = message.get("content")
     if isinstance(content, str):
-        return bool(content.strip()) and not content.lstrip().startswith(_INJECTED_PREFIXES)
+        return bool(content.strip()) and not is_injected_text(content)
     if isinstance(content, list):
         for block in content:
             if not isinstance(block, Mapping):
@@ -101,15 +104,16 @@ def is_genuine_user(message: Message) -> bool:
                 continue
             if kind in ("text", "input_text"):
                 text = block.get("text")
-                if (
-                    isinstance(text, str)
-                    and text.strip()
-                    and not text.lstrip().startswith(_INJECTED_PREFIXES)
-                ):
+                if isinstance(text, str) and text.strip() and not is_injected_text(text):
                     return True
             elif kind is not None:
                 return True  # an image, a document, a file part: human input
     return False
+
+
+def is_injected_text(text: str) -> bool:
+    """True for text a runtime wrote into a user message (a command echo, an interruption)."""
+    return text.lstrip().startswith(INJECTED_PREFIXES)
 
 
 def tool_calls(message: Message) -> Iterator[tuple[str, str]]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placeholders import SPLIT_KEY, role_of
+from placeholders._shapes import is_injected_text  # the one list of injected prefixes
 
 from .._errors import ImportFormatError, InvalidArgumentError, NotALogError
 
@@ -43,13 +44,6 @@ FORMATS = (
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024  # whole-file JSON formats are loaded into memory
 
 _CLAUDE_MESSAGE_TYPES = ("user", "assistant")
-_CLAUDE_INJECTED = (
-    "[Request interrupted by user",
-    "<command-name>",
-    "<command-message>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-)
 
 
 @dataclass
@@ -379,7 +373,7 @@ def _claude_messages(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _injected(content: Any) -> bool:
     if isinstance(content, str):
-        return content.lstrip().startswith(_CLAUDE_INJECTED)
+        return is_injected_text(content)
     if isinstance(content, list):
         texts = [
             b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
@@ -392,6 +386,6 @@ def _injected(content: Any) -> bool:
         return (
             bool(texts)
             and not others
-            and all(isinstance(t, str) and t.lstrip().startswith(_CLAUDE_INJECTED) for t in texts)
+            and all(isinstance(t, str) and is_injected_text(t) for t in texts)
         )
     return False

@@ -21,6 +21,7 @@ from placeholders import (
     replay,
     result_slots,
 )
+from placeholders._shapes import INJECTED_PREFIXES
 from tests.builders import read_whole
 from tests.conftest import (
     TRANSCRIPTS,
@@ -295,6 +296,25 @@ def test_claude_code_merge_meta_broken_lines_and_stubs(tmp_path: Path) -> None:
     assert any("joined" in n for n in replayed.notes)
     assert any("without a call" in n for n in replayed.notes)
     assert any("got an explicit stub result" in n for n in replayed.notes)
+
+
+@pytest.mark.parametrize("prefix", INJECTED_PREFIXES, ids=str)
+@pytest.mark.parametrize("as_blocks", [False, True], ids=["string", "text-blocks"])
+def test_the_importer_marks_meta_exactly_what_replay_calls_injected(
+    tmp_path: Path, prefix: str, as_blocks: bool
+) -> None:
+    # The importer had its own copy of the list, without "Caveat:": a Claude Code caveat
+    # record not flagged isMeta was stored as a message a person typed.
+    text = f"  {prefix} ... the rest of what the runtime wrote"
+    content: Any = [{"type": "text", "text": text}] if as_blocks else text
+    records = [cc("user", "fix the build", "u1"), cc("user", content, "u2")]
+    path = _write_jsonl(tmp_path / "session.jsonl", records)
+    with Workspace(tmp_path / "home") as ws:
+        (cid,) = ws.ingest(path)
+        stored = ws.messages(cid)
+    assert "meta" not in stored[0]
+    assert stored[1]["meta"] is True
+    assert not is_genuine_user({"role": "user", "content": content})
 
 
 def test_openai_jsonl_and_json_array_import_the_same(tmp_path: Path) -> None:
