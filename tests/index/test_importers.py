@@ -317,6 +317,26 @@ def test_the_importer_marks_meta_exactly_what_replay_calls_injected(
     assert not is_genuine_user({"role": "user", "content": content})
 
 
+def test_real_claude_code_task_notifications_are_runtime_input(
+    real_home: tuple[Path, dict[str, list[str]]],
+) -> None:
+    # Claude Code writes "<task-notification>" user records (no isMeta) when a background
+    # command or subagent ends; counted as typed input, each one restarted the exchange age.
+    home, ids = real_home
+    found: dict[str, int] = {}
+    with Workspace(home) as ws:
+        for path, cids in ids.items():
+            for cid in cids:
+                for m in ws.messages(cid):
+                    content = m.get("content")
+                    text = content if isinstance(content, str) else ""
+                    if m.get("role") == "user" and text.startswith("<task-notification>"):
+                        assert m.get("meta") is True
+                        assert not is_genuine_user({"role": "user", "content": content})
+                        found[Path(path).name[:8]] = found.get(Path(path).name[:8], 0) + 1
+    assert found == {"21037e11": 2, "343e3472": 1, "554b9fa6": 2}
+
+
 def test_openai_jsonl_and_json_array_import_the_same(tmp_path: Path) -> None:
     messages = [
         {"role": "system", "content": "s"},
