@@ -19,6 +19,7 @@ __all__ = [
     "Message",
     "ResultSlot",
     "block_chars",
+    "block_text",
     "content_chars",
     "is_genuine_user",
     "is_injected_text",
@@ -27,6 +28,7 @@ __all__ = [
     "result_slots",
     "role_of",
     "text_of",
+    "text_parts",
     "tool_calls",
 ]
 
@@ -71,7 +73,7 @@ class ResultSlot:
 
     def text(self) -> str:
         """The text parts, joined; images and other blocks are left out."""
-        return _value_text(self.content)
+        return "\n".join(text_parts(self.content))
 
 
 def role_of(message: Message) -> str | None:
@@ -187,20 +189,35 @@ def result_slots(message: Message) -> list[ResultSlot]:
     return slots
 
 
-def text_of(message: Message) -> str:
-    """The plain text parts of a message (a string content, or its ``text`` blocks)."""
-    content = message.get("content")
+_TEXT_KINDS = ("text", "input_text", "output_text")
+
+
+def block_text(block: Any) -> str | None:
+    """The text of one content block: a ``text`` block (Anthropic), an ``input_text`` or
+    ``output_text`` part (OpenAI), or a bare string; None for any other block."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") in _TEXT_KINDS:
+        text = block.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def text_parts(content: Any) -> Iterator[str]:
+    """The texts of a content value, in order: a string itself, or each text block of a list
+    (images, tool calls and other blocks are left out)."""
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            b["text"]
-            for b in content
-            if isinstance(b, Mapping)
-            and b.get("type") in ("text", "input_text", "output_text")
-            and isinstance(b.get("text"), str)
-        )
-    return ""
+        yield content
+    elif isinstance(content, list):
+        for block in content:
+            text = block_text(block)
+            if text is not None:
+                yield text
+
+
+def text_of(message: Message) -> str:
+    """The plain text parts of a message (a string content, or its text blocks)."""
+    return " ".join(text_parts(message.get("content")))
 
 
 def one_line(text: str, limit: int) -> str:
@@ -276,19 +293,3 @@ def block_chars(block: Any) -> int:
         data = file.get("file_data") if isinstance(file, Mapping) else None
         return len(data) if isinstance(data, str) else 0
     return 0
-
-
-def _value_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for block in value:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping) and block.get("type") in ("text", "input_text"):
-                text = block.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-        return "\n".join(parts)
-    return ""

@@ -21,6 +21,7 @@ from typing import Any
 import tantivy
 
 from placeholders import result_slots, tool_calls
+from placeholders._shapes import block_text  # the one content-block text rule
 
 from .._errors import BusyError
 from .._locks import file_lock
@@ -57,12 +58,14 @@ def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
         parts.append(content)
     elif isinstance(content, list):
         for block in content:
+            text = block_text(block)
+            if text is not None:
+                parts.append(text)
+                continue
             if not isinstance(block, Mapping):
                 continue
             kind = block.get("type")
-            if kind in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            if kind == "thinking" and isinstance(block.get("thinking"), str):
                 parts.append(block["thinking"])
             elif kind in ("tool_use", "server_tool_use"):
                 parts.append(json.dumps(block.get("input"), ensure_ascii=False))
