@@ -154,6 +154,20 @@ def _keep(value: Mapping[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k in keys}
 
 
+def _part(i: int, part: Any, kinds: Mapping[str, frozenset[str]], noun: str, api: str) -> Any:
+    """A content block or part cut to the keys its type takes in ``kinds``; anything not a
+    mapping passes as it is. ``noun`` is what ``api`` calls it, for the error."""
+    if not isinstance(part, Mapping):
+        return part
+    kind = part.get("type")
+    keys = kinds.get(kind) if isinstance(kind, str) else None
+    if keys is None:
+        raise InvalidMessagesError(
+            f"message {i} holds a {noun} of type {kind!r}, which {api} does not take"
+        )
+    return _keep(part, keys)
+
+
 def _anthropic(i: int, message: Mapping[str, Any]) -> dict[str, Any]:
     role = message.get("role")
     if role not in ("user", "assistant"):
@@ -169,19 +183,12 @@ def _anthropic(i: int, message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _anthropic_block(i: int, block: Any) -> Any:
-    if not isinstance(block, Mapping):
-        return block
-    kind = block.get("type")
-    keys = _ANTHROPIC_BLOCKS.get(kind) if isinstance(kind, str) else None
-    if keys is None:
-        raise InvalidMessagesError(
-            f"message {i} holds a content block of type {kind!r}, which the Anthropic "
-            "Messages API does not take"
-        )
-    out = _keep(block, keys)
+    out = _part(i, block, _ANTHROPIC_BLOCKS, "content block", "the Anthropic Messages API")
+    if not isinstance(out, dict):
+        return out
     if out.get("citations") is None:
         out.pop("citations", None)
-    if kind == "tool_result" and isinstance(out.get("content"), list):
+    if block.get("type") == "tool_result" and isinstance(out.get("content"), list):
         out["content"] = [_anthropic_block(i, b) for b in out["content"]]
     return out
 
@@ -212,21 +219,12 @@ def _openai(i: int, message: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(content, list):
         parts = []
         for part in content:
-            if not isinstance(part, Mapping):
-                parts.append(part)
-                continue
-            kind = part.get("type")
-            keys = _OPENAI_PARTS.get(kind) if isinstance(kind, str) else None
-            if keys is None:
-                raise InvalidMessagesError(
-                    f"message {i} holds a content part of type {kind!r}, which OpenAI Chat "
-                    "Completions does not take"
-                )
-            kept = _keep(part, keys)
-            name = str(kind)
-            nested = _OPENAI_NESTED.get(name)
-            if nested is not None and isinstance(kept.get(name), Mapping):
-                kept[name] = _keep(kept[name], nested)
+            kept = _part(i, part, _OPENAI_PARTS, "content part", "OpenAI Chat Completions")
+            if isinstance(kept, dict):
+                name = str(part.get("type"))
+                nested = _OPENAI_NESTED.get(name)
+                if nested is not None and isinstance(kept.get(name), Mapping):
+                    kept[name] = _keep(kept[name], nested)
             parts.append(kept)
         out["content"] = parts
     return out
@@ -269,13 +267,4 @@ def _responses(i: int, message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _responses_part(i: int, part: Any) -> Any:
-    if not isinstance(part, Mapping):
-        return part
-    kind = part.get("type")
-    keys = _RESPONSES_PARTS.get(kind) if isinstance(kind, str) else None
-    if keys is None:
-        raise InvalidMessagesError(
-            f"message {i} holds a content part of type {kind!r}, which the Responses API "
-            "does not take"
-        )
-    return _keep(part, keys)
+    return _part(i, part, _RESPONSES_PARTS, "content part", "the Responses API")
