@@ -12,6 +12,7 @@ import os
 import posixpath
 import re
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 from defusedxml import DefusedXmlException
@@ -85,29 +86,39 @@ def _core(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any]) -> None:
             facts["author"] = _short(el.text)
 
 
-def _docx(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any]) -> None:
-    paragraphs = headings = tables = 0
+def _ends(z: zipfile.ZipFile, member: str, body: str, budget: Budget) -> Iterator[tuple[Any, bool]]:
+    """Every element of ``member`` as it ends, with True for the blocks directly inside the
+    ``body`` element (cells and runs are inside them); a block is cleared once read."""
     depth = 0
     in_body = False
-    for event, el in events(z, "word/document.xml", budget):
+    for event, el in events(z, member, budget):
         if event == "start":
-            if el.tag == W + "body":
+            if el.tag == body:
                 in_body = True
             elif in_body:
                 depth += 1
             continue
-        if not in_body or el.tag == W + "body":
-            continue
-        depth -= 1
-        if depth == 0:
-            if el.tag == W + "p" and any(t.text for t in el.iter(W + "t")):
-                paragraphs += 1
-                style = el.find(f"{W}pPr/{W}pStyle")
-                if style is not None and _HEADING.match(style.get(W + "val", "")):
-                    headings += 1
-            elif el.tag == W + "tbl":
-                tables += 1
+        top = False
+        if in_body and el.tag != body:
+            depth -= 1
+            top = depth == 0
+        yield el, top
+        if top:
             el.clear()
+
+
+def _docx(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any]) -> None:
+    paragraphs = headings = tables = 0
+    for el, top in _ends(z, "word/document.xml", W + "body", budget):
+        if not top:
+            continue
+        if el.tag == W + "p" and any(t.text for t in el.iter(W + "t")):
+            paragraphs += 1
+            style = el.find(f"{W}pPr/{W}pStyle")
+            if style is not None and _HEADING.match(style.get(W + "val", "")):
+                headings += 1
+        elif el.tag == W + "tbl":
+            tables += 1
     facts.update(paragraphs=paragraphs, headings=headings, tables=tables)
     facts["images"] = sum(1 for n in z.NameToInfo if n.startswith("word/media/"))
 
@@ -170,21 +181,10 @@ def _odf_meta(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any], fmt: st
         text = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
         table = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
         paragraphs = headings = tables = images = 0
-        depth = 0
-        in_body = False
-        for event, el in events(z, "content.xml", budget):
-            if event == "start":
-                if el.tag == OFFICE + "text":
-                    in_body = True
-                elif in_body:
-                    depth += 1
-                continue
+        for el, top in _ends(z, "content.xml", OFFICE + "text", budget):
             if el.tag == DRAW + "image":
                 images += 1
-            if not in_body or el.tag == OFFICE + "text":
-                continue
-            depth -= 1
-            if depth:
+            if not top:
                 continue
             # Body-level blocks only, as doc_read numbers them (cells are inside tables).
             if el.tag == text + "h":
@@ -194,7 +194,6 @@ def _odf_meta(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any], fmt: st
                 paragraphs += 1
             elif el.tag == table + "table":
                 tables += 1
-            el.clear()
         facts.update(paragraphs=paragraphs, headings=headings, tables=tables, images=images)
 
 
