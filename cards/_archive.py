@@ -13,6 +13,8 @@ import tarfile
 import zipfile
 from typing import IO, Any
 
+from ._zipxml import open_zip
+
 __all__ = ["ARCHIVE_TOOLS", "archive_facts", "zip_entries"]
 
 ARCHIVE_TOOLS = ("archive_list",)
@@ -105,7 +107,7 @@ def _zip_facts(fd: int, size: int) -> tuple[dict[str, Any], list[str]]:
     if entries > MAX_LISTED_ENTRIES:
         return facts, [f"over {MAX_LISTED_ENTRIES:,} entries: archive_list pages through them"]
     try:
-        with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
+        with open_zip(fd) as z:
             infos = z.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         return facts, [f"zip central directory unreadable: {exc}"]

@@ -15,10 +15,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from defusedxml import DefusedXmlException
-
-from ._table import MAX_ZIP_ENTRIES
-from ._zipxml import Budget, events
+from ._zipxml import MAX_ZIP_ENTRIES, UNREADABLE, Budget, events, open_zip, unreadable
 
 __all__ = ["DOC_TOOLS", "MAX_DOC_BYTES", "MAX_TITLES", "doc_kind", "document_facts"]
 
@@ -239,7 +236,7 @@ def document_facts(fd: int, size: int, fmt: str) -> tuple[dict[str, Any], list[s
     facts: dict[str, Any] = {}
     budget = Budget(MAX_DOC_BYTES)
     try:
-        with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
+        with open_zip(fd) as z:
             if len(z.infolist()) > MAX_ZIP_ENTRIES:
                 return {}, [f"over {MAX_ZIP_ENTRIES:,} zip entries; the document was not opened"]
             if fmt in ("docx", "pptx"):
@@ -259,8 +256,6 @@ def document_facts(fd: int, size: int, fmt: str) -> tuple[dict[str, Any], list[s
             f"the {fmt} is larger than the card's {budget.limit:,}-byte reading budget: counts "
             "left out; doc_read and doc_search read all of it"
         ]
-    except (DefusedXmlException, SyntaxError) as exc:
-        return {}, [f"document XML refused or unreadable: {type(exc).__name__}: {exc}"]
-    except (zipfile.BadZipFile, KeyError, OSError, EOFError, RuntimeError, ValueError) as exc:
-        return {}, [f"document unreadable: {exc}"]
+    except UNREADABLE as exc:
+        return {}, [unreadable("document", exc)]
     return facts, []

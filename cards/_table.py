@@ -15,9 +15,7 @@ import struct
 import zipfile
 from typing import Any
 
-from defusedxml import DefusedXmlException
-
-from ._zipxml import Budget, events
+from ._zipxml import MAX_ZIP_ENTRIES, UNREADABLE, Budget, events, open_zip, unreadable
 
 __all__ = [
     "MAX_HEADER_COLUMNS",
@@ -34,7 +32,6 @@ MAX_HEADER_COLUMNS = 50  # header names shown on a card; `columns` still counts 
 MAX_HEADER_CHARS = 80  # one header name
 MAX_SHEETS = 50  # sheets described on a card
 MAX_XML_BYTES = 4 * 1024 * 1024  # decompressed bytes read from one workbook part
-MAX_ZIP_ENTRIES = 10_000  # a workbook with more entries is not opened for its sheets
 MAX_PARQUET_FOOTER = 16 * 1024 * 1024
 
 TABLE_TOOLS = ("table_read", "table_query")
@@ -235,7 +232,7 @@ def workbook_facts(fd: int, fmt: str) -> tuple[dict[str, Any], list[str]]:
     xlsx/xlsm or ods workbook; problems become notes."""
     notes: list[str] = []
     try:
-        with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
+        with open_zip(fd) as z:
             if len(z.infolist()) > MAX_ZIP_ENTRIES:
                 return {}, [f"workbook has over {MAX_ZIP_ENTRIES:,} zip entries; sheets not read"]
             sheets, total = _xlsx_facts(z) if fmt == "xlsx" else _ods_facts(z)
@@ -244,10 +241,8 @@ def workbook_facts(fd: int, fmt: str) -> tuple[dict[str, Any], list[str]]:
             f"a workbook part is over the card's {MAX_XML_BYTES:,}-byte reading budget; "
             "sheets left out: table_read lists them"
         ]
-    except (DefusedXmlException, SyntaxError) as exc:
-        return {}, [f"workbook XML refused or unreadable: {type(exc).__name__}: {exc}"]
-    except (zipfile.BadZipFile, KeyError, OSError, EOFError, RuntimeError, ValueError) as exc:
-        return {}, [f"workbook unreadable: {exc}"]
+    except UNREADABLE as exc:
+        return {}, [unreadable("workbook", exc)]
     facts: dict[str, Any] = {"sheets": sheets}
     if total > len(sheets):
         notes.append(f"{total} sheets; the first {len(sheets)} are described")

@@ -1,15 +1,47 @@
-"""Zip members streamed into defusedxml's ``iterparse`` under a decompression budget."""
+"""Zip members streamed into defusedxml's ``iterparse`` under a decompression budget, and
+what the document and workbook cards share about opening a zip of XML parts."""
 
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
+from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-__all__ = ["Budget", "events"]
+__all__ = ["MAX_ZIP_ENTRIES", "UNREADABLE", "Budget", "events", "open_zip", "unreadable"]
+
+MAX_ZIP_ENTRIES = 10_000  # a document or workbook with more entries is not opened
+# What reading a damaged or hostile zip of XML raises: refused or malformed XML first
+# (DefusedXmlException is a ValueError), then the zip's own damage.
+_XML_ERRORS = (DefusedXmlException, SyntaxError)
+UNREADABLE = (
+    *_XML_ERRORS,
+    zipfile.BadZipFile,
+    KeyError,
+    OSError,
+    EOFError,
+    RuntimeError,
+    ValueError,
+)
+
+
+@contextmanager
+def open_zip(fd: int) -> Iterator[zipfile.ZipFile]:
+    """The zip archive in an open file, read through a duplicate of ``fd`` (left open)."""
+    with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
+        yield z
+
+
+def unreadable(what: str, exc: BaseException) -> str:
+    """The note for one of `UNREADABLE` met while reading ``what`` (a document, a workbook)."""
+    if isinstance(exc, _XML_ERRORS):
+        return f"{what} XML refused or unreadable: {type(exc).__name__}: {exc}"
+    return f"{what} unreadable: {exc}"
 
 
 class Budget:
