@@ -148,8 +148,10 @@ def test_without_a_token_one_is_generated_and_printed_once(
     assert server.post(token=TOKEN) == 401
 
 
-def _scope(host: str, server: str, origin: str | None = None) -> dict[str, object]:
-    headers = [(b"host", host.encode())]
+def _scope(
+    host: str, server: str, origin: str | None = None, *more: tuple[bytes, bytes]
+) -> dict[str, object]:
+    headers = [(b"host", host.encode()), *more]
     if origin is not None:
         headers.append((b"origin", origin.encode()))
     return {"type": "http", "headers": headers, "server": (server, 8765)}
@@ -174,3 +176,29 @@ def test_a_wildcard_bind_answers_loopback_names_only_on_loopback_connections() -
     origin = policy.refusal(_scope("lean.example:8765", "192.0.2.10", "http://localhost:3000"))
     assert origin is not None
     assert origin[0] == 403
+
+
+def test_one_host_and_origin_rule_serves_both_http_faces() -> None:
+    # The MCP face and the view share faces/_net.HttpPolicy: what one refuses, so does the
+    # other (the view had its own copy, without the loopback-from-network rule, and the MCP
+    # face did not look at Sec-Fetch-Site).
+    from index.faces import server, view
+    from index.faces._net import HttpPolicy
+
+    assert server.HttpPolicy is HttpPolicy
+    assert "HttpPolicy" in view.__dict__
+    policy = HttpPolicy.for_bind("127.0.0.1", 8765)
+    assert policy.refusal(_scope("127.0.0.1:8765", "127.0.0.1")) is None
+    assert policy.refusal(_scope("localhost:8765", "127.0.0.1", "http://localhost:8765/")) is None
+    cross = policy.refusal(
+        _scope("127.0.0.1:8765", "127.0.0.1", None, (b"sec-fetch-site", b"cross-site"))
+    )
+    assert cross == (403, "cross-site requests are refused")
+    same = (b"sec-fetch-site", b"same-origin")
+    assert policy.refusal(_scope("127.0.0.1:8765", "127.0.0.1", None, same)) is None
+    # Any Host (the view with --allow-remote, token required): Origin is still checked.
+    anywhere = HttpPolicy(None)
+    assert anywhere.refusal(_scope("view.example:8765", "192.0.2.10")) is None
+    refused = anywhere.refusal(_scope("view.example:8765", "192.0.2.10", "http://evil.example"))
+    assert refused is not None
+    assert refused[0] == 403

@@ -1,12 +1,23 @@
-"""Address rules shared by the HTTP faces (the MCP server and the web view)."""
+"""Address rules shared by the HTTP faces (the MCP server and the web view): loopback names,
+the token length, and which ``Host`` and ``Origin`` headers a face answers."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["MIN_TOKEN_CHARS", "is_loopback"]
+if TYPE_CHECKING:  # the web stack is the mcp extra; the CLI imports this module without it
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["MIN_TOKEN_CHARS", "HostOriginMiddleware", "HttpPolicy", "is_loopback", "json_refusal"]
 
 MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+_WILDCARDS = ("0.0.0.0", "::", "")
 
 
 def is_loopback(host: str) -> bool:
@@ -17,3 +28,103 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _host_port(host: str, port: int) -> str:
+    host = host.lower()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address, as a Host header spells it
+    return f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """Which ``Host`` and ``Origin`` headers an HTTP face answers.
+
+    ``hosts`` are ``name:port`` values: the bind address itself, ``localhost`` and its
+    addresses when the bind is loopback or a wildcard, and every ``--allowed-host``; None
+    answers any Host (the view with ``--allow-remote``, where the token is required). A
+    loopback name is honoured only on a loopback connection, so a remote client cannot
+    borrow it. An ``Origin`` must be the server's own (``http://`` + the request's Host) or
+    one of ``origins``, and a browser's ``Sec-Fetch-Site: cross-site`` is refused.
+    """
+
+    hosts: frozenset[str] | None
+    origins: frozenset[str] = frozenset()
+
+    @classmethod
+    def for_bind(
+        cls, host: str, port: int, allowed_hosts: Iterable[str] = (), origins: Iterable[str] = ()
+    ) -> HttpPolicy:
+        bound = host.strip("[]").lower()
+        names = set()
+        if bound not in _WILDCARDS:
+            names.add(_host_port(bound, port))
+        if bound in _WILDCARDS or bound in ("localhost", "127.0.0.1", "::1"):
+            names.update(_host_port(n.strip("[]"), port) for n in _LOOPBACK_NAMES)
+        for extra in allowed_hosts:
+            extra = extra.strip().lower()
+            if not extra:
+                continue
+            name, sep, given = extra.rpartition(":")
+            if sep and given.isdigit() and (name.endswith("]") or ":" not in name):
+                names.add(extra)  # name:port, or [v6]:port
+            else:
+                names.add(_host_port(extra.strip("[]"), port))
+        if port == 80:  # clients leave the default port out of the Host header
+            names.update(n.rsplit(":", 1)[0] for n in list(names))
+        return cls(frozenset(names), frozenset(o.strip().lower().rstrip("/") for o in origins))
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """(status, reason) when the request must be refused, else None."""
+        headers = {k.lower(): v for k, v in scope.get("headers") or []}
+        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+        if self.hosts is not None:
+            if host not in self.hosts:
+                return 421, "this server does not answer for that Host; use the address it serves"
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            server = scope.get("server") or ("", 0)
+            if is_loopback(name) and not is_loopback(str(server[0])):
+                return 421, "a loopback Host arrived from the network; use the address it serves"
+        origin = headers.get(b"origin")
+        if origin is not None:
+            given = origin.decode("latin-1").strip().lower().rstrip("/")
+            if given != f"http://{host}" and given not in self.origins:
+                return 403, "cross-origin requests are refused; allow an origin explicitly"
+        if headers.get(b"sec-fetch-site", b"").strip().lower() == b"cross-site":
+            return 403, "cross-site requests are refused"
+        return None
+
+
+Refuse = Callable[["Send", int, str], Awaitable[None]]
+
+
+async def json_refusal(send: Send, status: int, reason: str) -> None:
+    """A refusal as ``{"error": reason}`` (the MCP face's answer)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps({"error": reason}).encode()})
+
+
+class HostOriginMiddleware:
+    """Answer only requests whose ``Host`` and ``Origin`` the `HttpPolicy` allows (DNS
+    rebinding, spoofed hosts, pages of other local servers); ``refuse`` writes the answer
+    to the others in the face's own form."""
+
+    def __init__(self, app: ASGIApp, policy: HttpPolicy, refuse: Refuse = json_refusal) -> None:
+        self.app = app
+        self.policy = policy
+        self.refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.policy.refusal(scope)
+            if refused is not None:
+                await self.refuse(send, *refused)
+                return
+        await self.app(scope, receive, send)

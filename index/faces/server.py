@@ -21,8 +21,7 @@ import re
 import socket
 import urllib.parse
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -56,7 +55,7 @@ import placeholders
 from .._errors import WorkspaceError
 from .._tools import TOOL_NAMES, tool_spec
 from .._workspace import Workspace
-from ._net import MIN_TOKEN_CHARS, is_loopback
+from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, is_loopback
 
 __all__ = [
     "MAX_STDIO_FRAME_BYTES",
@@ -320,101 +319,6 @@ def build_server(workspace: Workspace, *, client_roots: bool = False) -> MCPServ
 
 def serve_stdio(workspace: Workspace, *, client_roots: bool = False) -> None:
     build_server(workspace, client_roots=client_roots).run("stdio")
-
-
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-_WILDCARDS = ("0.0.0.0", "::", "")
-
-
-def _host_port(host: str, port: int) -> str:
-    host = host.lower()
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 address, as a Host header spells it
-    return f"{host}:{port}"
-
-
-@dataclass(frozen=True)
-class HttpPolicy:
-    """Which ``Host`` and ``Origin`` headers the HTTP face answers.
-
-    ``hosts`` are ``name:port`` values: the bind address itself, ``localhost`` and its
-    addresses when the bind is loopback or a wildcard, and every ``--allowed-host``. A
-    loopback name is honoured only on a loopback connection, so a remote client cannot
-    borrow it. An ``Origin`` must be the server's own (``http://`` + the request's Host) or
-    one of ``origins``.
-    """
-
-    hosts: frozenset[str]
-    origins: frozenset[str] = frozenset()
-
-    @classmethod
-    def for_bind(
-        cls, host: str, port: int, allowed_hosts: Iterable[str] = (), origins: Iterable[str] = ()
-    ) -> HttpPolicy:
-        bound = host.strip("[]").lower()
-        names = set()
-        if bound not in _WILDCARDS:
-            names.add(_host_port(bound, port))
-        if bound in _WILDCARDS or bound in ("localhost", "127.0.0.1", "::1"):
-            names.update(_host_port(n.strip("[]"), port) for n in _LOOPBACK_NAMES)
-        for extra in allowed_hosts:
-            extra = extra.strip().lower()
-            if not extra:
-                continue
-            name, sep, given = extra.rpartition(":")
-            if sep and given.isdigit() and (name.endswith("]") or ":" not in name):
-                names.add(extra)  # name:port, or [v6]:port
-            else:
-                names.add(_host_port(extra.strip("[]"), port))
-        if port == 80:  # clients leave the default port out of the Host header
-            names.update(n.rsplit(":", 1)[0] for n in list(names))
-        return cls(frozenset(names), frozenset(o.strip().lower().rstrip("/") for o in origins))
-
-    def refusal(self, scope: Scope) -> tuple[int, str] | None:
-        """(status, reason) when the request must be refused, else None."""
-        headers = {k.lower(): v for k, v in scope.get("headers") or []}
-        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
-        if host not in self.hosts:
-            return 421, "this server does not answer for that Host; use the address it serves"
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        server = scope.get("server") or ("", 0)
-        if is_loopback(name) and not is_loopback(str(server[0])):
-            return 421, "a loopback Host arrived from the network; use the address it serves"
-        origin = headers.get(b"origin")
-        if origin is not None:
-            given = origin.decode("latin-1").strip().lower().rstrip("/")
-            if given != f"http://{host}" and given not in self.origins:
-                return 403, "cross-origin requests are refused; allow an origin explicitly"
-        return None
-
-
-async def _refuse(send: Send, status: int, reason: str, extra: list[Any] | None = None) -> None:
-    body = json.dumps({"error": reason}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), *(extra or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-class HostOriginMiddleware:
-    """Answer only requests whose ``Host`` and ``Origin`` the `HttpPolicy` allows (DNS
-    rebinding, spoofed hosts, pages of other local servers)."""
-
-    def __init__(self, app: ASGIApp, policy: HttpPolicy) -> None:
-        self.app = app
-        self.policy = policy
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refused = self.policy.refusal(scope)
-            if refused is not None:
-                await _refuse(send, *refused)
-                return
-        await self.app(scope, receive, send)
 
 
 class BearerTokenMiddleware:

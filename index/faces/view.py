@@ -53,7 +53,7 @@ from ._html import (
     size_chart,
     snippet_html,
 )
-from ._net import MIN_TOKEN_CHARS, is_loopback
+from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, is_loopback
 
 __all__ = [
     "MIN_TOKEN_CHARS",
@@ -68,7 +68,6 @@ __all__ = [
 PAGE_MESSAGES = 50
 PAGE_CONVERSATIONS = 50
 SERIES_POINTS = 150  # turns drawn at most, plus both sides of up to 75 folds
-LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -81,54 +80,40 @@ def cookie_name(port: int) -> str:
     return f"leanreplay_view_{port}"
 
 
-class ViewSecurity:
-    """GET only, same-host, same-origin, and the token (URL once, then cookie or header)."""
+async def _refuse(send: Send, status: int, text: str) -> None:
+    body = page("refused", f"<h1>{esc(status)}</h1><p>{esc(text)}</p>").encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"content-security-policy", CSP.encode()),
+                (b"cache-control", b"no-store"),
+                *([(b"allow", b"GET, HEAD")] if status == 405 else []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
-    def __init__(
-        self, app: ASGIApp, *, token: str | None, port: int, hosts: set[str] | None
-    ) -> None:
+
+class ViewSecurity:
+    """GET only and the token (URL once, then cookie or header); Host and Origin are the
+    `HttpPolicy`'s, checked before this (`build_app`)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, port: int) -> None:
         self.app = app
         self.token = token
         self.cookie = cookie_name(port)
-        self.hosts = hosts  # None: any Host (the user allowed a remote address)
-
-    async def _refuse(self, send: Send, status: int, text: str) -> None:
-        body = page("refused", f"<h1>{esc(status)}</h1><p>{esc(text)}</p>").encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"text/html; charset=utf-8"),
-                    (b"content-security-policy", CSP.encode()),
-                    (b"cache-control", b"no-store"),
-                    *([(b"allow", b"GET, HEAD")] if status == 405 else []),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):
-            await self._refuse(send, 405, "this view is read-only: only GET requests exist")
+            await _refuse(send, 405, "this view is read-only: only GET requests exist")
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "")
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        name = name.strip("[]").lower()
-        if self.hosts is not None and name not in self.hosts:
-            await self._refuse(send, 403, f"unexpected Host {host!r}; open the address printed")
-            return
-        origin = headers.get("origin")
-        if origin is not None and origin != f"http://{host}":
-            await self._refuse(send, 403, "cross-origin request refused")
-            return
-        if headers.get("sec-fetch-site") == "cross-site":
-            await self._refuse(send, 403, "cross-site request refused")
-            return
         if self.token is not None:
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
             given = dict(query).get("token")
@@ -162,7 +147,7 @@ class ViewSecurity:
                 hmac.compare_digest(bearer.encode(), f"Bearer {self.token}".encode())
             )
             if not ok:
-                await self._refuse(
+                await _refuse(
                     send,
                     401,
                     "this view needs its token: open the URL `leanreplay view` printed "
@@ -838,10 +823,9 @@ class View:
         )
 
 
-def build_app(
-    workspace: Workspace, *, token: str | None, port: int, hosts: set[str] | None
-) -> ASGIApp:
-    """The view as an ASGI app behind `ViewSecurity`."""
+def build_app(workspace: Workspace, *, token: str | None, port: int, policy: HttpPolicy) -> ASGIApp:
+    """The view as an ASGI app behind the HTTP faces' Host and Origin rules (``policy``) and
+    `ViewSecurity`."""
     view = View(workspace)
 
     def html_page(render: Callable[[Request], str]) -> Callable[[Request], Response]:
@@ -916,7 +900,7 @@ def build_app(
         Route("/static/view.js", static(JS, "text/javascript; charset=utf-8")),
     ]
     app = Starlette(routes=routes)
-    return ViewSecurity(app, token=token, port=port, hosts=hosts)
+    return HostOriginMiddleware(ViewSecurity(app, token=token, port=port), policy, _refuse)
 
 
 def serve(
@@ -940,8 +924,10 @@ def serve(
     sock.bind((host, port))
     sock.listen(128)  # connections wait in the backlog until uvicorn serves them
     port = sock.getsockname()[1]
-    hosts = None if allow_remote else LOOPBACK_NAMES | {host.lower()}
-    app = build_app(workspace, token=token, port=port, hosts=hosts)
+    # With --allow-remote any Host is answered (the address people use is not known here);
+    # the token is required there.
+    policy = HttpPolicy(None) if allow_remote else HttpPolicy.for_bind(host, port)
+    app = build_app(workspace, token=token, port=port, policy=policy)
     shown = f"[{host}]" if ":" in host else host
     announce(f"http://{shown}:{port}/" + (f"?token={token}" if token else ""))
     config = uvicorn.Config(app, log_level="warning")
