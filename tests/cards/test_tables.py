@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import zipfile
 from pathlib import Path
 
 import duckdb
@@ -18,6 +17,7 @@ from cards import card_for
 from cards._table import MAX_HEADER_COLUMNS, MAX_XML_BYTES
 from tests import officegen
 from tests.conftest import SAMPLES
+from tests.filetools import replace_member
 
 
 @pytest.mark.parametrize("name", ["sales.xlsx", "sales.ods"], ids=str)
@@ -87,15 +87,6 @@ def test_xlsx_without_dimension_has_no_rows_fact(tmp_path: Path) -> None:
     assert sheet == {"name": "S", "header": ["a", "b"]}
 
 
-def _replace_member(data: bytes, member: str, body: bytes) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            payload = body if info.filename == member else src.read(info)
-            dst.writestr(info.filename, payload, zipfile.ZIP_DEFLATED)
-    return out.getvalue()
-
-
 def test_entity_bomb_in_a_workbook_is_refused(tmp_path: Path) -> None:
     bomb = (
         b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
@@ -107,7 +98,7 @@ def test_entity_bomb_in_a_workbook_is_refused(tmp_path: Path) -> None:
         b'<sheets><sheet name="&lol9;"/></sheets></workbook>'
     )
     path = tmp_path / "bomb.xlsx"
-    path.write_bytes(_replace_member(officegen.xlsx({"S": [["a"]]}), "xl/workbook.xml", bomb))
+    path.write_bytes(replace_member(officegen.xlsx({"S": [["a"]]}), "xl/workbook.xml", bomb))
     card = card_for(path)
     assert "sheets" not in card.facts
     assert any("refused" in w for w in card.warnings)
@@ -123,7 +114,7 @@ def test_zip_bomb_sheet_reads_a_bounded_amount(tmp_path: Path) -> None:
     )
     path = tmp_path / "zipbomb.xlsx"
     path.write_bytes(
-        _replace_member(officegen.xlsx({"S": [["a"]]}), "xl/worksheets/sheet1.xml", sheet)
+        replace_member(officegen.xlsx({"S": [["a"]]}), "xl/worksheets/sheet1.xml", sheet)
     )
     assert len(pad) > MAX_XML_BYTES
     card = card_for(path)  # returns; the budget ends the stream long before the pad does

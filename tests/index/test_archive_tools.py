@@ -15,6 +15,7 @@ from cards import card_for
 from index import InvalidArgumentError, NotFoundError, Workspace, WrongFileTypeError
 from index.tools._archives import MIN_MEMBER_BYTES
 from tests.conftest import SAMPLES
+from tests.filetools import root, sample_workspace
 
 ARCHIVES = [
     "bundle.zip",
@@ -29,15 +30,7 @@ TAR_NAMES = ["data/table.csv", "docs/guide.md", "img/red.png"]
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    root = tmp_path / "root"
-    root.mkdir()
-    for name in ARCHIVES:
-        shutil.copy(SAMPLES / name, root / name)
-    return Workspace(tmp_path / "home", [root])
-
-
-def root(ws: Workspace) -> Path:
-    return Path(ws.roots[0])
+    return sample_workspace(tmp_path, ARCHIVES)
 
 
 @pytest.mark.parametrize("name", ["bundle.zip", "bundle.tar"], ids=str)

@@ -3,9 +3,7 @@ inputs they must survive: entity bombs, zip bombs, a 5,000-slide deck."""
 
 from __future__ import annotations
 
-import io
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from index._tools import call_tool
 from index.tools._docs import MIN_MEMBER_BUDGET
 from tests import officegen
 from tests.conftest import SAMPLES
+from tests.filetools import replace_member, root, sample_workspace
 from tests.make_samples import CHAPTERS, DECK
 
 DOCS = [
@@ -39,15 +38,7 @@ DECK_PARTS = [f"# {title}\n" + "\n".join(lines) for title, lines in DECK]
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    root = tmp_path / "root"
-    root.mkdir()
-    for name in DOCS:
-        shutil.copy(SAMPLES / name, root / name)
-    return Workspace(tmp_path / "home", [root])
-
-
-def root(ws: Workspace) -> Path:
-    return Path(ws.roots[0])
+    return sample_workspace(tmp_path, DOCS)
 
 
 def texts(result: dict[str, object]) -> list[str]:
@@ -170,15 +161,6 @@ def test_a_5000_slide_deck(ws: Workspace) -> None:
     assert hits[0]["part"] == 4321
 
 
-def _replace_member(data: bytes, member: str, body: bytes) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            payload = body if info.filename == member else src.read(info)
-            dst.writestr(info.filename, payload, zipfile.ZIP_DEFLATED)
-    return out.getvalue()
-
-
 BOMB = (
     b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa">'
     + b"".join(
@@ -191,7 +173,7 @@ BOMB = (
 
 
 def test_entity_bomb_is_refused(ws: Workspace) -> None:
-    data = _replace_member(officegen.docx([("p", "x")]), "word/document.xml", BOMB)
+    data = replace_member(officegen.docx([("p", "x")]), "word/document.xml", BOMB)
     (root(ws) / "bomb.docx").write_bytes(data)
     card = card_for(root(ws) / "bomb.docx")
     assert "paragraphs" not in card.facts
@@ -209,7 +191,7 @@ def test_zip_bomb_is_refused_after_a_bounded_read(ws: Workspace) -> None:
         b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
         b"<w:body><w:p><w:r><w:t>first</w:t></w:r></w:p>" + pad + b"</w:body></w:document>"
     )
-    data = _replace_member(officegen.docx([("p", "x")]), "word/document.xml", xml)
+    data = replace_member(officegen.docx([("p", "x")]), "word/document.xml", xml)
     assert len(data) < MIN_MEMBER_BUDGET // 100
     (root(ws) / "zipbomb.docx").write_bytes(data)
     first = ws.doc_read("zipbomb.docx", part="1")

@@ -25,20 +25,15 @@ from index.tools import _tables
 from index.tools._lines import BLOCK
 from index.tools._tables import MAX_QUERY_ROWS, MAX_TABLE_ROWS
 from tests.conftest import SAMPLES
+from tests.filetools import root, sample_workspace
 from tests.make_samples import NOTES, SALES
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    root = tmp_path / "root"
-    root.mkdir()
-    for name in ("table.csv", "cities.tsv", "sales.xlsx", "sales.ods", "sales.parquet"):
-        shutil.copy(SAMPLES / name, root / name)
-    return Workspace(tmp_path / "home", [root])
-
-
-def root(ws: Workspace) -> Path:
-    return Path(ws.roots[0])
+    return sample_workspace(
+        tmp_path, ("table.csv", "cities.tsv", "sales.xlsx", "sales.ods", "sales.parquet")
+    )
 
 
 def big_csv(ws: Workspace, rows: int) -> tuple[str, list[list[str]]]:
