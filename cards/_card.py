@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._archive import ARCHIVE_TOOLS, archive_facts, zip_entries
-from ._detect import HEAD_BYTES, Kind, kind_of, named_text, sniff
+from ._detect import HEAD_BYTES, READABLE_ARCHIVES, Kind, kind_of, named_text, sniff
 from ._document import DOC_TOOLS, doc_kind, document_facts
 from ._errors import FileMissingError, FileUnreadableError, NotARegularFileError
 from ._image import image_facts
@@ -194,16 +194,6 @@ def _require_regular(st: os.stat_result, path: str) -> None:
     raise NotARegularFileError(f"{path!r} is {what}; cards describe regular files only", path=path)
 
 
-_ARCHIVE_READERS = (
-    "application/zip",
-    "application/x-tar",
-    "application/gzip",
-    "application/x-gzip",
-    "application/x-bzip2",
-    "application/x-xz",
-)
-
-
 def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> Card:
     head = os.pread(fd, HEAD_BYTES, 0)
     mime, charset = sniff(head)
@@ -239,7 +229,7 @@ def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> 
         facts["entries"] = entries
     tools = TOOLS_BY_KIND.get(kind, ())
     if kind == "archive" and light:
-        tools = ARCHIVE_TOOLS if mime in _ARCHIVE_READERS else ()
+        tools = ARCHIVE_TOOLS if mime in READABLE_ARCHIVES else ()
     elif kind == "archive":
         more, more_notes = archive_facts(fd, size, mime, name)
         facts.update(more)

@@ -7,7 +7,7 @@ from typing import Literal
 
 import magic
 
-__all__ = ["HEAD_BYTES", "Kind", "kind_of", "named_text", "sniff"]
+__all__ = ["HEAD_BYTES", "READABLE_ARCHIVES", "Kind", "kind_of", "named_text", "sniff"]
 
 HEAD_BYTES = 16 * 1024  # enough for libmagic to see OOXML part names; constant per card
 
@@ -28,13 +28,18 @@ _TEXT_APPLICATIONS = {
     "application/x-wine-extension-ini",
     "image/svg+xml",
 }
-_ARCHIVES = {
-    "application/zip",
-    "application/x-tar",
-    "application/gzip",
-    "application/x-gzip",
-    "application/x-bzip2",
-    "application/x-xz",
+# Archives archive_list reads; the others below are still archives, described by size only.
+READABLE_ARCHIVES = frozenset(
+    {
+        "application/zip",
+        "application/x-tar",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-bzip2",
+        "application/x-xz",
+    }
+)
+_ARCHIVES = READABLE_ARCHIVES | {
     "application/x-7z-compressed",
     "application/x-rar",
     "application/vnd.rar",
