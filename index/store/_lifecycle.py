@@ -245,20 +245,34 @@ def replay_at_turn(
 ) -> tuple[ReplayResult, SizePoint] | None:
     """The replay the model received after ``turn`` (1-based) of the growth `size_series`
     draws, and that turn's point; None when the conversation has fewer turns."""
-    for n, (end, stored, fold) in enumerate(_grow(messages, fold_policy, summarizer), start=1):
+    for n, state in enumerate(_grow(messages, fold_policy, summarizer), start=1):
         if n == turn:
-            result = lean_replay(cid, list(messages[: end + 1]), cards, fold, replay_policy)
-            point = SizePoint(
-                turn=n,
-                messages=end + 1,
-                message_id=str(messages[end].get("id")),
-                stored_chars=stored,
-                replay_chars_fold_only=result.chars_in,
-                replay_chars=result.chars_out,
-                folds=fold.generation if fold else 0,
-            )
-            return result, point
+            return _measured(cid, messages, n, state, cards, replay_policy)
     return None
+
+
+def _measured(
+    cid: str,
+    messages: Sequence[dict[str, Any]],
+    turn: int,
+    state: tuple[int, int, FoldRecord | None],
+    cards: Mapping[tuple[str, int], str],
+    replay_policy: ReplayPolicy | None,
+) -> tuple[ReplayResult, SizePoint]:
+    """The replay after ``turn`` (its last message, stored chars and fold in ``state``) and
+    that turn's point."""
+    end, stored, fold = state
+    result = lean_replay(cid, list(messages[: end + 1]), cards, fold, replay_policy)
+    point = SizePoint(
+        turn=turn,
+        messages=end + 1,
+        message_id=str(messages[end].get("id")),
+        stored_chars=stored,
+        replay_chars_fold_only=result.chars_in,
+        replay_chars=result.chars_out,
+        folds=fold.generation if fold else 0,
+    )
+    return result, point
 
 
 def size_series(
@@ -286,22 +300,9 @@ def size_series(
         edges = [n for n in range(1, len(states)) if states[n][2] is not states[n - 1][2]]
         for n in _spread(edges, max(max_points // 2, 1)):
             keep |= {n - 1, n}
-    points = []
-    for n in sorted(keep):
-        end, stored, at = states[n]
-        result = lean_replay(cid, list(messages[: end + 1]), cards, at, replay_policy)
-        points.append(
-            SizePoint(
-                turn=n + 1,
-                messages=end + 1,
-                message_id=str(messages[end].get("id")),
-                stored_chars=stored,
-                replay_chars_fold_only=result.chars_in,
-                replay_chars=result.chars_out,
-                folds=at.generation if at else 0,
-            )
-        )
-    return points
+    return [
+        _measured(cid, messages, n + 1, states[n], cards, replay_policy)[1] for n in sorted(keep)
+    ]
 
 
 def _spread(items: Sequence[int], count: int) -> set[int]:
