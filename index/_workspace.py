@@ -1076,14 +1076,8 @@ class Workspace:
     # documents
 
     def _document(self, f: OpenFile) -> str:
-        card = card_for_descriptor(f.fd, path=f.path, light=True)
-        fmt = card.facts.get("document")
-        if fmt is None:
-            raise WrongFileTypeError(
-                f"{f.path!r} is {card.mime}, not a document (docx, pptx, odt, odp, epub, html, "
-                f"markdown); read it with {', '.join(card.tools) or 'no tool'}"
-            )
-        return str(fmt)
+        kinds = "docx, pptx, odt, odp, epub, html, markdown"
+        return _card_fact(f, "document", f"a document ({kinds})")[0]
 
     def doc_read(
         self,
@@ -1175,14 +1169,8 @@ class Workspace:
     # tables
 
     def _table(self, f: OpenFile) -> TableFile:
-        card = card_for_descriptor(f.fd, path=f.path, light=True)
-        fmt = card.facts.get("table")
-        if fmt is None:
-            raise WrongFileTypeError(
-                f"{f.path!r} is {card.mime}, not a table (CSV, TSV, xlsx, xlsm, ods, Parquet); "
-                f"read it with {', '.join(card.tools) or 'no tool'}"
-            )
-        return TableFile(f, str(fmt), str(card.facts.get("delimiter", ",")))
+        fmt, facts = _card_fact(f, "table", "a table (CSV, TSV, xlsx, xlsm, ods, Parquet)")
+        return TableFile(f, fmt, str(facts.get("delimiter", ",")))
 
     def table_read(
         self,
@@ -1317,3 +1305,16 @@ class Workspace:
 def _schema_name(schema: Mapping[str, Any]) -> str:
     function = schema.get("function")
     return str(function["name"] if isinstance(function, Mapping) else schema["name"])
+
+
+def _card_fact(f: OpenFile, fact: str, kind: str) -> tuple[str, Mapping[str, Any]]:
+    """The card fact that makes ``f`` a ``kind`` (its format), and all its facts; a file
+    without it is refused with the tools that do read it."""
+    card = card_for_descriptor(f.fd, path=f.path, light=True)
+    value = card.facts.get(fact)
+    if value is None:
+        raise WrongFileTypeError(
+            f"{f.path!r} is {card.mime}, not {kind}; "
+            f"read it with {', '.join(card.tools) or 'no tool'}"
+        )
+    return str(value), card.facts
