@@ -10,6 +10,17 @@ from typing import Any
 from hypothesis import strategies as st
 
 IMAGE_B64 = "iVBORw0KGgo" + "A" * 3000  # not a real image: replay treats it as opaque data
+# The first JSON-RPC message of an MCP client, for the tests that speak to a server raw.
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 
 
 def user(text: str, **extra: Any) -> dict[str, Any]:

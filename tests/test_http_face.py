@@ -15,19 +15,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from tests.builders import MCP_INITIALIZE
 from tests.conftest import REPO
 
 TOKEN = "t" * 16 + "0123456789abcdef"  # 32 chars
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 
 
 def _free_port(address: str) -> int:
@@ -53,7 +44,7 @@ class Server:
             headers["Host"] = host
         if origin is not None:
             headers["Origin"] = origin
-        response = httpx2.post(self.url, json=INITIALIZE, headers=headers, timeout=30)
+        response = httpx2.post(self.url, json=MCP_INITIALIZE, headers=headers, timeout=30)
         return int(response.status_code)
 
 

@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from index import TOOL_NAMES, Workspace, tool_schemas
 from index.faces.server import build_server
 from tests import pdfgen
+from tests.builders import MCP_INITIALIZE
 from tests.conftest import REPO, SAMPLES
 
 
@@ -308,16 +309,6 @@ def test_a_stdio_frame_over_the_cap_gets_an_error_and_the_session_goes_on(
     )
     assert proc.stdin is not None
     assert proc.stdout is not None
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     oversized = (
         b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "file_read", '
         b'"arguments": {"path": "' + b"x" * (MAX_STDIO_FRAME_BYTES + 1024) + b'"}}}\n'
@@ -326,7 +317,7 @@ def test_a_stdio_frame_over_the_cap_gets_an_error_and_the_session_goes_on(
 
     def send() -> None:
         assert proc.stdin is not None
-        proc.stdin.write(json.dumps(initialize).encode() + b"\n")
+        proc.stdin.write(json.dumps(MCP_INITIALIZE).encode() + b"\n")
         proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         proc.stdin.write(oversized)
         proc.stdin.write(json.dumps(after).encode() + b"\n")

@@ -24,6 +24,7 @@ from placeholders import (
     result_slots,
     tool_calls,
 )
+from tests.builders import an_call, an_results, oa_call, oa_result, rs_call, rs_result, user
 from tests.conftest import require_transcripts, transcript_files, transcript_id
 from tests.placeholders.test_replay import parse_call
 from tests.sdk_types import TYPES, assert_valid, problems
@@ -140,30 +141,9 @@ def test_openai_payload_leaves_out_what_the_api_rejects(transcripts: Path, tmp_p
 
 
 def test_a_shape_sent_under_another_providers_name_is_an_error() -> None:
-    openai = [
-        {"role": "user", "content": "q"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c", "content": "r"},
-    ]
-    anthropic = [
-        {"role": "user", "content": "q"},
-        {
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
-        },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]},
-    ]
-    responses = [
-        {"role": "user", "content": "q"},
-        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c", "output": "r"},
-    ]
+    openai = [user("q"), oa_call(("c", "f")), oa_result("c", "r")]
+    anthropic = [user("q"), an_call(("t", "f")), an_results(("t", "r", False))]
+    responses = [user("q"), rs_call("c", "f"), rs_result("c", "r")]
     cases = {"openai": openai, "anthropic": anthropic, "openai-responses": responses}
     for shape, messages in cases.items():
         assert_valid(for_provider(messages, shape), shape)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from placeholders import (
     result_slots,
 )
 from placeholders._shapes import INJECTED_PREFIXES
-from tests.builders import read_whole
+from tests.builders import oa_call, oa_result, read_whole, user
 from tests.conftest import (
     TRANSCRIPTS,
     listed_transcripts,
@@ -340,15 +340,9 @@ def test_real_claude_code_task_notifications_are_runtime_input(
 def test_openai_jsonl_and_json_array_import_the_same(tmp_path: Path) -> None:
     messages = [
         {"role": "system", "content": "s"},
-        {"role": "user", "content": "q"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c", "content": "r"},
+        user("q"),
+        oa_call(("c", "f")),
+        oa_result("c", "r"),
     ]
     (tmp_path / "a.json").write_text(json.dumps(messages))
     _write_jsonl(tmp_path / "b.jsonl", messages)
