@@ -131,8 +131,9 @@ def test_home_from_environment(tmp_path: Path) -> None:
     assert (tmp_path / "store.sqlite3").is_file()
 
 
-def test_ingest_folds_a_long_log_unless_told_not_to(tmp_path: Path) -> None:
-    log = tmp_path / "long.jsonl"
+def _long_log(folder: Path) -> Path:
+    """long.jsonl: 50 questions and answers of 3,000 chars, well over the fold threshold."""
+    log = folder / "long.jsonl"
     lines = []
     for i in range(50):
         lines += [
@@ -140,6 +141,11 @@ def test_ingest_folds_a_long_log_unless_told_not_to(tmp_path: Path) -> None:
             {"role": "assistant", "content": f"answer {i} " + "z" * 3000},
         ]
     log.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    return log
+
+
+def test_ingest_folds_a_long_log_unless_told_not_to(tmp_path: Path) -> None:
+    log = _long_log(tmp_path)
     assert run(tmp_path / "a", "ingest", str(log))[0] == 0
     out = run(tmp_path / "a", "fold", "long", "--json")[1]
     assert json.loads(out)["folded"] is False  # ingest folded it already: nothing more to do
@@ -151,14 +157,7 @@ def test_ingest_folds_a_long_log_unless_told_not_to(tmp_path: Path) -> None:
 
 
 def test_fold_command_folds_an_imported_long_conversation(tmp_path: Path) -> None:
-    log = tmp_path / "long.jsonl"
-    lines = []
-    for i in range(50):
-        lines += [
-            {"role": "user", "content": f"question {i}"},
-            {"role": "assistant", "content": f"answer {i} " + "z" * 3000},
-        ]
-    log.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    log = _long_log(tmp_path)
     assert run(tmp_path, "ingest", "--no-fold", str(log))[0] == 0
     code, out = run(tmp_path, "fold", "long")
     assert code == 0
