@@ -15,7 +15,18 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from ._zipxml import MAX_ZIP_ENTRIES, UNREADABLE, Budget, events, open_zip, unreadable
+from ._zipxml import (
+    MAX_ZIP_ENTRIES,
+    ODF_TABLE,
+    ODF_TEXT,
+    OOXML_PKG,
+    OOXML_REL,
+    UNREADABLE,
+    Budget,
+    events,
+    open_zip,
+    unreadable,
+)
 
 __all__ = ["DOC_TOOLS", "MAX_DOC_BYTES", "MAX_TITLES", "doc_kind", "document_facts"]
 
@@ -40,8 +51,6 @@ _EXTENSIONS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".ht
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
-R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
-PKG = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 DC = "{http://purl.org/dc/elements/1.1/}"
 META = "{urn:oasis:names:tc:opendocument:xmlns:meta:1.0}"
 OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
@@ -125,12 +134,12 @@ def _pptx(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any]) -> None:
     rels: dict[str, str] = {}
     if "ppt/_rels/presentation.xml.rels" in z.NameToInfo:
         for event, el in events(z, "ppt/_rels/presentation.xml.rels", budget):
-            if event == "end" and el.tag == PKG + "Relationship":
+            if event == "end" and el.tag == OOXML_PKG + "Relationship":
                 rels[el.get("Id", "")] = posixpath.normpath("ppt/" + el.get("Target", ""))
     order: list[str] = []
     for event, el in events(z, "ppt/presentation.xml", budget):
         if event == "end" and el.tag == P + "sldId":
-            order.append(rels.get(el.get(R + "id", ""), ""))
+            order.append(rels.get(el.get(OOXML_REL + "id", ""), ""))
             if len(order) >= MAX_TITLES:
                 break
     titles: list[str] = []
@@ -175,8 +184,6 @@ def _odf_meta(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any], fmt: st
         facts["slides"] = slides
         facts["titles"] = titles
     else:
-        text = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
-        table = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
         paragraphs = headings = tables = images = 0
         for el, top in _ends(z, "content.xml", OFFICE + "text", budget):
             if el.tag == DRAW + "image":
@@ -184,12 +191,12 @@ def _odf_meta(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any], fmt: st
             if not top:
                 continue
             # Body-level blocks only, as doc_read numbers them (cells are inside tables).
-            if el.tag == text + "h":
+            if el.tag == ODF_TEXT + "h":
                 headings += 1
                 paragraphs += 1
-            elif el.tag == text + "p" and "".join(el.itertext()).strip():
+            elif el.tag == ODF_TEXT + "p" and "".join(el.itertext()).strip():
                 paragraphs += 1
-            elif el.tag == table + "table":
+            elif el.tag == ODF_TABLE + "table":
                 tables += 1
         facts.update(paragraphs=paragraphs, headings=headings, tables=tables, images=images)
 

@@ -15,7 +15,18 @@ import struct
 import zipfile
 from typing import Any
 
-from ._zipxml import MAX_ZIP_ENTRIES, UNREADABLE, Budget, events, open_zip, unreadable
+from ._zipxml import (
+    MAX_ZIP_ENTRIES,
+    ODF_TABLE,
+    ODF_TEXT,
+    OOXML_PKG,
+    OOXML_REL,
+    UNREADABLE,
+    Budget,
+    events,
+    open_zip,
+    unreadable,
+)
 
 __all__ = [
     "MAX_HEADER_COLUMNS",
@@ -42,10 +53,6 @@ _XLSX_MIMES = (
 )
 _ODS_MIME = "application/vnd.oasis.opendocument.spreadsheet"
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
-_PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
-_TABLE_NS = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
-_TEXT_NS = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _CELL_REF = re.compile(r"^\$?([A-Z]{1,3})\$?(\d+)$")
 
 
@@ -120,14 +127,14 @@ def _xlsx_sheets(z: zipfile.ZipFile) -> list[tuple[str, str]]:
     """(name, member) of each sheet, in workbook order."""
     targets: dict[str, str] = {}
     for event, el in events(z, "xl/_rels/workbook.xml.rels", Budget(MAX_XML_BYTES)):
-        if event == "end" and el.tag == _PKG_REL + "Relationship":
+        if event == "end" and el.tag == OOXML_PKG + "Relationship":
             target = el.get("Target", "")
             target = target.lstrip("/") if target.startswith("/") else "xl/" + target
             targets[el.get("Id", "")] = os.path.normpath(target)
     sheets = []
     for event, el in events(z, "xl/workbook.xml", Budget(MAX_XML_BYTES)):
         if event == "end" and el.tag == _MAIN + "sheet":
-            sheets.append((el.get("name", ""), targets.get(el.get(_REL + "id", ""), "")))
+            sheets.append((el.get("name", ""), targets.get(el.get(OOXML_REL + "id", ""), "")))
     return sheets
 
 
@@ -203,23 +210,23 @@ def _ods_facts(z: zipfile.ZipFile) -> tuple[list[dict[str, Any]], int]:
     row: list[str] | None = None
     current: dict[str, Any] | None = None
     for event, el in events(z, "content.xml", Budget(MAX_XML_BYTES)):
-        if event == "start" and el.tag == _TABLE_NS + "table":
-            current = {"name": el.get(_TABLE_NS + "name", "")}
+        if event == "start" and el.tag == ODF_TABLE + "table":
+            current = {"name": el.get(ODF_TABLE + "name", "")}
             sheets.append(current)
-        elif event == "start" and el.tag == _TABLE_NS + "table-row" and current is not None:
+        elif event == "start" and el.tag == ODF_TABLE + "table-row" and current is not None:
             if "header" not in current:
                 row = []
-        elif event == "end" and el.tag == _TABLE_NS + "table-cell" and row is not None:
-            text = "\n".join("".join(p.itertext()) for p in el.iter(_TEXT_NS + "p"))
-            repeat = min(int(el.get(_TABLE_NS + "number-columns-repeated", "1") or 1), 1024)
+        elif event == "end" and el.tag == ODF_TABLE + "table-cell" and row is not None:
+            text = "\n".join("".join(p.itertext()) for p in el.iter(ODF_TEXT + "p"))
+            repeat = min(int(el.get(ODF_TABLE + "number-columns-repeated", "1") or 1), 1024)
             row.extend([text] * repeat)
-        elif event == "end" and el.tag == _TABLE_NS + "table-row" and row is not None:
+        elif event == "end" and el.tag == ODF_TABLE + "table-row" and row is not None:
             while row and not row[-1]:
                 row.pop()  # trailing repeated empty cells pad a row to the sheet's width
             if current is not None:
                 current["header"] = _header(row)
             row = None
-        elif event == "end" and el.tag == _TABLE_NS + "table":
+        elif event == "end" and el.tag == ODF_TABLE + "table":
             el.clear()
             current = None
             if len(sheets) >= MAX_SHEETS:

@@ -13,7 +13,24 @@ from typing import IO, Any
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-__all__ = ["MAX_ZIP_ENTRIES", "UNREADABLE", "Budget", "events", "open_zip", "unreadable"]
+__all__ = [
+    "MAX_ZIP_ENTRIES",
+    "ODF_TABLE",
+    "ODF_TEXT",
+    "OOXML_PKG",
+    "OOXML_REL",
+    "UNREADABLE",
+    "Budget",
+    "events",
+    "open_zip",
+    "unreadable",
+]
+
+# XML namespaces that both the document and the workbook cards read.
+OOXML_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+OOXML_PKG = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+ODF_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+ODF_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 
 MAX_ZIP_ENTRIES = 10_000  # a document or workbook with more entries is not opened
 # What reading a damaged or hostile zip of XML raises: refused or malformed XML first
