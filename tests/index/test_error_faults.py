@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,8 @@ from index import (
 from index.faces.cli import cli
 from index.faces.server import build_server
 from tests import pdfgen
-from tests.conftest import REPO, SAMPLES
+from tests.conftest import SAMPLES
+from tests.smallfs import on_small_home
 
 HUGE = "9" * 4301
 
@@ -239,17 +238,6 @@ def test_a_file_where_the_index_folder_belongs_is_a_store_error(tmp_path: Path, 
     assert "move it away" in text
 
 
-def _can_mount() -> bool:
-    if shutil.which("unshare") is None or shutil.which("mount") is None:
-        return False
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-        capture_output=True,
-        timeout=30,
-    )
-    return probe.returncode == 0
-
-
 _SCENARIO = """
 import base64, json, os, sys
 from index import Workspace, WorkspaceError
@@ -316,27 +304,11 @@ print(json.dumps(out))
 
 
 def _on_small_fs(tmp_path: Path, root: Path, remount: str) -> dict[str, str]:
-    if not _can_mount():
-        pytest.skip("mounting a small tmpfs needs a private mount namespace (root)")
-    home = tmp_path / "home"
-    home.mkdir()
-    script = tmp_path / "scenario.py"
-    script.write_text(_SCENARIO)
-    py = f"{sys.executable} {script} {home} {root}"
     mode = "full" if remount == "full" else "read"
-    steps = f"mount -t tmpfs -o size=4m tmpfs {home} && {py} setup"
-    if remount == "ro":
-        steps += f" && mount -o remount,ro {home}"
-    result = subprocess.run(
-        ["unshare", "-m", "sh", "-c", f"{steps} && {py} {mode}"],
-        capture_output=True,
-        text=True,
-        cwd=str(REPO),
-        timeout=300,
+    read_only = remount == "ro"
+    return on_small_home(
+        tmp_path, _SCENARIO, str(root), size="4m", setup=True, read_only=read_only, mode=mode
     )
-    assert result.returncode == 0, result.stderr
-    out: dict[str, str] = json.loads(result.stdout.strip().splitlines()[-1])
-    return out
 
 
 @pytest.fixture
@@ -401,27 +373,7 @@ print(json.dumps({"errors": errors, "kept": [m["content"] for m in ws.messages("
 def test_a_disk_that_fills_under_an_open_store_refuses_writes_and_keeps_what_was_stored(
     tmp_path: Path,
 ) -> None:
-    if not _can_mount():
-        pytest.skip("mounting a small tmpfs needs a private mount namespace (root)")
-    home = tmp_path / "home"
-    home.mkdir()
-    script = tmp_path / "fill.py"
-    script.write_text(_FILL_WHILE_OPEN)
-    result = subprocess.run(
-        [
-            "unshare",
-            "-m",
-            "sh",
-            "-c",
-            f"mount -t tmpfs -o size=2m tmpfs {home} && {sys.executable} {script} {home}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=str(REPO),
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = on_small_home(tmp_path, _FILL_WHILE_OPEN, size="2m")
     assert out["kept"] == ["first"]
     for error in out["errors"]:
         assert error == (

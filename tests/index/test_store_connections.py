@@ -9,13 +9,9 @@ connection: `index/store/_store.py` is the only module that calls ``sqlite3.conn
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import re
-import shutil
 import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -26,6 +22,7 @@ from index import Workspace
 from index.store._store import BUSY_TIMEOUT_S, Store
 from tests.conftest import REPO
 from tests.index.test_store_migrations import TURN1, legacy_store
+from tests.smallfs import on_small_home
 
 WRITABLE = {
     "journal_mode": "wal",
@@ -152,38 +149,12 @@ print(json.dumps(out))
 """
 
 
-def _can_mount() -> bool:
-    if shutil.which("unshare") is None or shutil.which("mount") is None:
-        return False
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-        capture_output=True,
-        timeout=30,
-    )
-    return probe.returncode == 0
-
-
 @pytest.mark.parametrize("remount", ["full", "ro"], ids=["full-disk", "read-only-home"])
 def test_a_full_disk_and_a_read_only_home(tmp_path: Path, remount: str) -> None:
-    if not _can_mount():
-        pytest.skip("mounting a small tmpfs needs a private mount namespace (root)")
-    home = tmp_path / "home"
-    home.mkdir()
-    script = tmp_path / "scenario.py"
-    script.write_text(_SCENARIO)
-    py = f"{sys.executable} {script} {home} {REPO}"
-    steps = f"mount -t tmpfs -o size=2m tmpfs {home} && {py} setup"
-    if remount == "ro":
-        steps += f" && mount -o remount,ro {home}"
-    result = subprocess.run(
-        ["unshare", "-m", "sh", "-c", f"{steps} && {py} {remount}"],
-        capture_output=True,
-        text=True,
-        cwd=str(REPO),
-        timeout=300,
+    read_only = remount == "ro"
+    out = on_small_home(
+        tmp_path, _SCENARIO, str(REPO), size="2m", setup=True, read_only=read_only, mode=remount
     )
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["messages"] == ["kept"]
     # Both fall back to reading: a read-only file system, and a disk too full for the -shm
     # file. Without a -shm the store opens immutable, which keeps the file's journal mode
