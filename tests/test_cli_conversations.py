@@ -251,3 +251,12 @@ def test_replay_of_a_folder_says_to_ingest_it(tmp_path: Path) -> None:
     code, out = run(tmp_path, "replay", str(folder))
     assert code == 2
     assert "is a folder; import it with `leanreplay ingest" in out
+
+
+@pytest.mark.parametrize("flag", ["meta", "isMeta"], ids=str)
+def test_the_transcript_marks_meta_as_replay_sees_it(flag: str) -> None:
+    # The renderer had its own test (meta only); is_meta also honours Claude Code's isMeta.
+    from index.faces._render import render_message
+
+    assert render_message({"role": "user", "content": "x", flag: True}).endswith("[meta]\nx")
+    assert "[meta]" not in render_message({"role": "user", "content": "x"})

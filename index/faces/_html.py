@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from placeholders import is_placeholder, result_slots
+from placeholders import is_meta, is_placeholder, result_slots
 
 __all__ = [
     "CSS",
@@ -214,7 +214,7 @@ def message_html(
     role = str(message.get("role", "?"))
     badges = []
     mid = message.get("id")
-    if message.get("meta") or message.get("isMeta"):
+    if is_meta(message):
         badges.append('<span class="badge">meta</span>')
     if isinstance(mid, str) and mid.startswith("fold-") and mid.endswith("-summary"):
         badges.append('<span class="badge fold">fold summary</span>')

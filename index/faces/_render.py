@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from index import FileReport
+from placeholders import is_meta
 
 __all__ = ["ingest_line", "progress_bar", "render_message"]
 
@@ -28,7 +29,7 @@ def render_message(message: dict[str, Any]) -> str:
         head += f" (result of {message.get('call_id')})\n{message.get('output')}"
     if message.get("tool_call_id"):
         head += f" (result of {message['tool_call_id']})"
-    if message.get("meta"):
+    if is_meta(message):
         head += " [meta]"
     lines = [head]
     content = message.get("content")
