@@ -1,4 +1,5 @@
-"""The store room: conversations in SQLite (append-only, byte-exact originals), the importers
+"""The store room: conversations in SQLite (append-only, byte-exact originals) with its named
+schema migrations (`_migrations`: a new step per change, recorded in the store), the importers
 that turn agent logs into stored messages, inline attachments saved by content hash, and the
 fold lifecycle with its event log.
 
