@@ -22,7 +22,8 @@ from mcp import Client
 
 from index import OutsideRootsError, StoreError, Workspace
 from index._errors import NotALogError
-from index.faces.cli import CLI_TERMS, cli, cli_message
+from index.faces._render import CLI_TERMS, cli_message
+from index.faces.cli import cli
 from index.faces.server import NO_CLIENT_ROOTS, build_server
 from index.store._importers import load
 from index.tools._listing import confined_dir
@@ -221,3 +222,13 @@ def test_library_words_for_format_and_roots(tmp_path: Path) -> None:
         assert not CLI_WORDS.search(str(error)), error
     assert cli_message(log.value).endswith("(on the command line: --format)")
     assert cli_message(roots.value).endswith("(on the command line: --root DIR)")
+
+
+def test_a_refused_line_of_an_ingest_has_the_cli_words(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"hello": 1}')
+    args = ["ingest", str(SAMPLES / "conversation.jsonl"), str(junk)]
+    out = _stderr(tmp_path, *args)
+    (refused,) = [line for line in out.splitlines() if line.startswith("refused")]
+    assert refused.endswith("(on the command line: --format)"), refused
+    assert "with the format argument" in refused

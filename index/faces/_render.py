@@ -1,4 +1,5 @@
-"""What the CLI prints beside its commands: transcripts, ingest lines, progress bars."""
+"""What the CLI prints beside its commands: transcripts, ingest lines, progress bars, and
+library errors in the command line's words."""
 
 from __future__ import annotations
 
@@ -15,7 +16,34 @@ import click
 from index import FileReport
 from placeholders import is_meta
 
-__all__ = ["ingest_line", "progress_bar", "render_message"]
+__all__ = [
+    "CLI_TERMS",
+    "cli_message",
+    "cli_words",
+    "ingest_line",
+    "progress_bar",
+    "render_message",
+]
+
+# How the command line says the library names an error's fix refers to (`WorkspaceError.names`):
+# the library's messages speak in argument and tool names, the CLI adds its own words here.
+CLI_TERMS = {
+    "conversations": "`leanreplay conversations`",
+    "format": "--format",
+    "home": "--home or LEANREPLAY_HOME",
+    "roots": "--root DIR",
+}
+
+
+def cli_words(exc: BaseException | None) -> str:
+    """`` (on the command line: --flag)`` for the names the error's fix refers to, or ""."""
+    terms = [CLI_TERMS[name] for name in getattr(exc, "names", ()) if name in CLI_TERMS]
+    return f" (on the command line: {', '.join(terms)})" if terms else ""
+
+
+def cli_message(exc: BaseException) -> str:
+    """The error's message, with the command line's words for the names its fix refers to."""
+    return f"{exc}{cli_words(exc)}"
 
 
 def render_message(message: dict[str, Any]) -> str:
@@ -67,7 +95,7 @@ def ingest_line(file: FileReport, sizes: dict[str, int]) -> str:
         reason = str(file.reason)
         if reason.startswith(file.path + " "):
             reason = reason[len(file.path) + 1 :]  # the path is at the head of the line already
-        return f"{head}: {reason}"
+        return f"{head}: {reason}{cli_words(file.error)}"
     ids = file.conversation_ids
     if len(ids) == 1:
         what = f"{ids[0]}: {sizes.get(ids[0], 0)} messages, {file.format}"

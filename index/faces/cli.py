@@ -39,7 +39,7 @@ from placeholders import (
 
 from ._address import check_bind, parse_address
 from ._demo import run_demo
-from ._render import ingest_line, progress_bar, render_message
+from ._render import cli_message, ingest_line, progress_bar, render_message
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,22 +100,6 @@ def cli(
 ) -> None:
     """Keep what an agent replays to its model lean, without losing a byte."""
     ctx.obj = Settings(home=home, roots=roots, conversations=conversations)
-
-
-# How the command line says the library names an error's fix refers to (`WorkspaceError.names`):
-# the library's messages speak in argument and tool names, the CLI adds its own words here.
-CLI_TERMS = {
-    "conversations": "`leanreplay conversations`",
-    "format": "--format",
-    "home": "--home or LEANREPLAY_HOME",
-    "roots": "--root DIR",
-}
-
-
-def cli_message(exc: Exception) -> str:
-    """The error's message, with the command line's words for the names its fix refers to."""
-    terms = [CLI_TERMS[name] for name in getattr(exc, "names", ()) if name in CLI_TERMS]
-    return f"{exc} (on the command line: {', '.join(terms)})" if terms else str(exc)
 
 
 def error_json(message: str, kind: str) -> str:
