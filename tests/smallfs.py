@@ -14,6 +14,19 @@ import pytest
 
 from tests.conftest import REPO
 
+# Prepended to every scenario: ``fill_disk(home)`` writes zeros until the disk is full.
+FILL_DISK = """
+def fill_disk(home):
+    import os
+    try:
+        with open(os.path.join(home, "filler"), "wb") as f:
+            while True:
+                f.write(bytes(65536))
+                f.flush()
+    except OSError:
+        pass
+"""
+
 
 def can_mount() -> bool:
     """True where ``unshare -m`` may mount a tmpfs (root in a private mount namespace)."""
@@ -36,15 +49,16 @@ def on_small_home(
     read_only: bool = False,
     mode: str | None = None,
 ) -> dict[str, Any]:
-    """Run the Python ``script`` with ``HOME_DIR *args [step]`` where the home is a tmpfs of
-    ``size``: first ``setup`` (when asked), then the home remounted read-only (when asked),
-    then ``mode``. Returns the JSON object the last step prints on its last line."""
+    """Run the Python ``script`` (after `FILL_DISK`) with ``HOME_DIR *args [step]`` where the
+    home is a tmpfs of ``size``: first ``setup`` (when asked), then the home remounted
+    read-only (when asked), then ``mode``. Returns the JSON object the last step prints on
+    its last line."""
     if not can_mount():
         pytest.skip("mounting a small tmpfs needs a private mount namespace (root)")
     home = tmp_path / "home"
     home.mkdir()
     path = tmp_path / "scenario.py"
-    path.write_text(script)
+    path.write_text(FILL_DISK + script)
     py = " ".join([sys.executable, str(path), str(home), *args])
     steps = [f"mount -t tmpfs -o size={size} tmpfs {home}"]
     if setup:

@@ -248,13 +248,7 @@ if mode == "setup":
         ws.call("file_read", {"path": "notes_utf8.txt"})
     sys.exit()
 if mode == "full":
-    try:
-        with open(os.path.join(home, "filler"), "wb") as f:
-            while True:
-                f.write(bytes(65536))
-                f.flush()
-    except OSError:
-        pass
+    fill_disk(home)
 out = {}
 def run(name, fn):
     try:
@@ -352,13 +346,7 @@ from index import Workspace, WorkspaceError
 home = sys.argv[1]
 ws = Workspace(home)
 ws.append("c", {"role": "user", "content": "first"})
-try:
-    with open(os.path.join(home, "filler"), "wb") as f:
-        while True:
-            f.write(bytes(65536))
-            f.flush()
-except OSError:
-    pass
+fill_disk(home)
 errors = []
 for _ in range(3):
     try:

@@ -128,13 +128,7 @@ if step == "setup":
     legacy_store(Path(home) / "old", TURN1)
     sys.exit()
 if step == "full":
-    try:
-        with open(os.path.join(home, "filler"), "wb") as f:
-            while True:
-                f.write(bytes(65536))
-                f.flush()
-    except OSError:
-        pass
+    fill_disk(home)
 store = Store(os.path.join(home, "new"))
 out["settings"] = settings(store)
 out["read_only"] = store.read_only
