@@ -179,6 +179,26 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
     A relative path resolves against the first root that has it (roots in order), never
     the process's working directory; when none has it, the error names every place tried.
     """
+    f = _open_confined(path, roots)
+    try:
+        yield f
+    except OSError as exc:
+        raise _read_error(str(path), exc) from None
+    finally:
+        os.close(f.fd)
+
+
+def _read_error(shown: str, exc: OSError) -> Exception:
+    """Reading a confined file meets OSErrors only when it changes under us (a symlink
+    swapped, the file truncated or removed) or the home the tool writes to fails."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EEXIST, errno.ENOTDIR):
+        return home_error("what this tool keeps in the home", exc)
+    return NotFoundError(
+        f"{shown!r} changed while it was read ({exc.strerror or 'replaced'}); retry"
+    )
+
+
+def _open_confined(path: object, roots: Sequence[str]) -> OpenFile:
     where = ", ".join(roots)
     if not isinstance(path, str) or not path:
         raise InvalidArgumentError(
@@ -230,17 +250,12 @@ def open_confined(path: object, roots: Sequence[str]) -> Iterator[OpenFile]:
             raise NotAFileError(
                 f"{path!r} is {_kind(st.st_mode)}; the file tools read regular files"
             )
-        yield open_file(fd, real, st)
-    except OSError as exc:
-        # Reading a confined file meets OSErrors only when it changes under us (a symlink
-        # swapped, the file truncated or removed) or the home the tool writes to fails.
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EEXIST, errno.ENOTDIR):
-            raise home_error("what this tool keeps in the home", exc) from None
-        raise NotFoundError(
-            f"{path!r} changed while it was read ({exc.strerror or 'replaced'}); retry"
-        ) from None
-    finally:
+    except BaseException as exc:
         os.close(fd)
+        if isinstance(exc, OSError):
+            raise _read_error(path, exc) from None
+        raise
+    return open_file(fd, real, st)
 
 
 def _walk(root: str, parts: list[str], shown: str) -> int:

@@ -1,0 +1,168 @@
+"""What open_confined hands back and how it fails once the file is open: the file's identity
+(open_file, fingerprint, from the documented rule), the errors a caller meets while reading,
+and the operator's view of the roots (resolve_roots, root_notices, no_roots_error)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from index import InvalidArgumentError, NotFoundError, OutsideRootsError, StoreError
+from index.tools._paths import (
+    MAX_PATH_CHARS,
+    Roots,
+    _kind,
+    fingerprint,
+    no_roots_error,
+    open_confined,
+    open_file,
+    resolve_roots,
+    root_notices,
+)
+
+
+def _expected_fingerprint(path: Path) -> str:
+    """The rule in fingerprint's docstring, written out independently: size, mtime, ctime,
+    device, inode and SHA-256 of the first and last 64 KiB."""
+    st = path.stat()
+    data = path.read_bytes()
+    h = hashlib.sha256(
+        f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_dev}:{st.st_ino}".encode()
+    )
+    h.update(data[: 64 * 1024])
+    h.update(data[max(0, len(data) - 64 * 1024) :][: 64 * 1024])
+    return h.hexdigest()[:32]
+
+
+@pytest.mark.parametrize("size", [0, 10, 64 * 1024, 200_000], ids=str)
+def test_open_confined_hands_back_the_file_and_its_identity(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(i % 251 for i in range(size)))
+    st = path.stat()
+    with open_confined("f.bin", [str(tmp_path)]) as f:
+        assert (f.path, f.size, f.mtime_ns, f.ctime_ns, f.dev, f.ino) == (
+            str(path),
+            size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_dev,
+            st.st_ino,
+        )
+        assert os.pread(f.fd, size + 1, 0) == path.read_bytes()
+        assert open_file(f.fd, f.path) == f
+        assert fingerprint(f) == _expected_fingerprint(path)
+        fd = f.fd
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(fd)  # closed on the way out
+
+
+def test_the_fingerprint_changes_with_the_content_at_either_end(tmp_path: Path) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"a" * 200_000)
+    prints = set()
+    for at in (0, 199_999):
+        data = bytearray(b"a" * 200_000)
+        data[at] = ord("b")
+        path.write_bytes(data)
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, 0))  # same size and mtime every time
+        with open_confined(str(path), [str(tmp_path)]) as f:
+            prints.add(fingerprint(f))
+            assert fingerprint(f) == _expected_fingerprint(path)
+    assert len(prints) == 2
+
+
+def _write_to_a_full_disk() -> None:
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        os.write(fd, b"x")  # ENOSPC, as a full disk under the home answers
+    finally:
+        os.close(fd)
+
+
+def _raise_without_a_reason() -> None:
+    raise OSError
+
+
+@pytest.mark.parametrize(
+    ("fail", "error", "message"),
+    [
+        (lambda: os.fstat(10_000), NotFoundError, "'f.txt' changed while it was read (Bad file"),
+        (_write_to_a_full_disk, StoreError, "the disk holding the home is full"),
+        (lambda: os.mkdir("/dev/null/sub"), StoreError, "a file stands where the home needs"),
+        (_raise_without_a_reason, NotFoundError, "'f.txt' changed while it was read (replaced)"),
+    ],
+    ids=["changed", "disk-full", "file-for-folder", "no-reason"],
+)
+def test_errors_met_while_reading_name_the_file_or_the_home(
+    tmp_path: Path, fail: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    (tmp_path / "f.txt").write_text("x")
+    with pytest.raises(error) as info, open_confined("f.txt", [str(tmp_path)]):
+        fail()
+    assert message in str(info.value)
+    assert str(tmp_path) not in str(info.value)
+
+
+def test_kind_names_each_file_type() -> None:
+    assert _kind(stat.S_IFDIR | 0o755) == "a directory"
+    assert _kind(stat.S_IFIFO | 0o644) == "a FIFO"
+    assert _kind(stat.S_IFSOCK | 0o644) == "a socket"
+    assert _kind(stat.S_IFCHR | 0o644) == "a device"
+    assert _kind(stat.S_IFBLK | 0o644) == "a device"
+    assert _kind(stat.S_IFLNK | 0o777) == "not a regular file"
+
+
+def test_a_path_of_max_path_chars_is_looked_for_and_one_more_is_refused(tmp_path: Path) -> None:
+    name = "x" * MAX_PATH_CHARS
+    with pytest.raises(NotFoundError, match="in any root"), open_confined(name, [str(tmp_path)]):
+        pass
+    with (
+        pytest.raises(InvalidArgumentError, match=f"is {MAX_PATH_CHARS + 1} characters"),
+        open_confined(name + "x", [str(tmp_path)]),
+    ):
+        pass
+
+
+def test_no_roots_is_refused_naming_the_roots_argument() -> None:
+    error = no_roots_error()
+    assert isinstance(error, OutsideRootsError)
+    assert str(error) == (
+        "no roots are configured, so the file tools read no folder; give the workspace "
+        "roots (the folders they may read)"
+    )
+    assert error.names == ("roots",)
+    with pytest.raises(OutsideRootsError) as info, open_confined("f.txt", []):
+        pass
+    assert (str(info.value), info.value.names) == (str(error), error.names)
+
+
+def test_resolve_roots_resolves_links_and_refuses_what_is_not_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "file.txt").write_text("x")
+    assert resolve_roots([str(tmp_path / "link"), str(tmp_path)]) == (
+        str(tmp_path / "real"),
+        str(tmp_path),
+    )
+    for bad in ("file.txt", "missing"):
+        with pytest.raises(InvalidArgumentError) as info:
+            resolve_roots([str(tmp_path), str(tmp_path / bad)])
+        assert str(info.value) == f"root {str(tmp_path / bad)!r} is not a directory"
+
+
+def test_root_notices_say_what_the_operator_should_know(tmp_path: Path) -> None:
+    with open("/proc/sys/fs/protected_hardlinks") as f:
+        hardlinks_open = f.read().strip() == "0"
+    hardlinks = ["fs.protected_hardlinks is 0: anyone who can write inside a root"]
+    expected = hardlinks if hardlinks_open else []
+    narrow = root_notices(Roots([str(tmp_path)]))
+    assert [n[: len(e)] for n, e in zip(narrow, expected, strict=True)] == expected
+    wide = root_notices(Roots([str(tmp_path), "/"]))
+    expected = ["root '/' lets the file tools read every file this process can read", *expected]
+    assert [n[: len(e)] for n, e in zip(wide, expected, strict=True)] == expected
