@@ -428,3 +428,160 @@ def text_bomb(pages: int = 5000, chars: int = 198_000) -> bytes:
     out = io.BytesIO()
     w.write(out, root=catalog, xref="stream", objstm=True)
     return out.getvalue()
+
+
+# An xref-stream PDF assembled by hand, for hostile-input tests: plain objects, object
+# streams whose every field can be wrong on purpose, an xref stream with chosen widths.
+
+PAGE = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] >>"
+
+
+def png_encode(rows: list[bytes], kinds: list[int]) -> bytes:
+    """PNG filtering (RFC 2083, 6) of ``rows``, filter type ``kinds[i]`` for row i (0 None,
+    1 Sub, 2 Up, 3 Average, 4 Paeth), one byte per pixel: what a PDF predictor 10-15 holds."""
+    out, prev = bytearray(), bytes(len(rows[0]) if rows else 0)
+    for row, kind in zip(rows, kinds, strict=True):
+        out.append(kind)
+        if kind == 0:
+            out += row
+            prev = row
+            continue
+        for i, x in enumerate(row):
+            a = row[i - 1] if i else 0
+            b = prev[i]
+            c = prev[i - 1] if i else 0
+            if kind == 1:
+                pred = a
+            elif kind == 2:
+                pred = b
+            elif kind == 3:
+                pred = (a + b) // 2
+            else:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            out.append((x - pred) & 0xFF)
+        prev = row
+    return bytes(out)
+
+
+def three_pages(**replace: bytes) -> dict[int, bytes]:
+    """Catalog 1, page tree 2, pages 3-5; ``o2=b"..."`` replaces object 2, and so on."""
+    objects = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [3 0 R 4 0 R 5 0 R] /Count 3 >>",
+        3: PAGE,
+        4: PAGE,
+        5: PAGE,
+    }
+    return objects | {int(k[1:]): v for k, v in replace.items()}
+
+
+class ObjStm:
+    """An object stream. ``length`` is the /Length entry as written (None: the real one);
+    ``columns`` adds a PNG Up predictor; ``hints`` overrides the index the xref gives a
+    member; ``n``, ``first`` and ``header`` override what the stream says of itself;
+    ``data`` replaces the stream's bytes outright."""
+
+    def __init__(
+        self,
+        num: int,
+        members: dict[int, bytes],
+        *,
+        length: bytes | None = None,
+        columns: int | None = None,
+        compress: bool = True,
+        hints: dict[int, int] | None = None,
+        n: bytes | None = None,
+        first: bytes | None = None,
+        header: bytes | None = None,
+        data: bytes | None = None,
+    ) -> None:
+        self.num = num
+        self.members = members
+        self.length = length
+        self.columns = columns
+        self.compress = compress
+        self.hints = hints or {}
+        self.n, self.first, self.header, self.raw = n, first, header, data
+
+    def _plain(self) -> tuple[bytes, int]:
+        header, body = [], b""
+        for num, value in self.members.items():
+            header.append(b"%d %d" % (num, len(body)))
+            body += value + b"\n"
+        head = self.header if self.header is not None else b" ".join(header) + b"\n"
+        return head + body, len(head)
+
+    def data(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        raw, _ = self._plain()
+        if self.columns is not None:
+            raw += b" " * (-len(raw) % self.columns)
+            encoded, prev = bytearray(), bytes(self.columns)
+            for i in range(0, len(raw), self.columns):
+                row = raw[i : i + self.columns]
+                encoded += b"\x02" + bytes((a - b) & 0xFF for a, b in zip(row, prev, strict=True))
+                prev = row
+            raw = bytes(encoded)
+        return zlib.compress(raw) if self.compress else raw
+
+    def body(self) -> bytes:
+        data = self.data()
+        first = self.first if self.first is not None else b"%d" % self._plain()[1]
+        n = self.n if self.n is not None else b"%d" % len(self.members)
+        length = self.length if self.length is not None else b"%d" % len(data)
+        extra = b"/Filter /FlateDecode " if self.compress else b""
+        if self.columns is not None:
+            extra += b"/DecodeParms << /Predictor 12 /Columns %d >> " % self.columns
+        return (
+            b"<< /Type /ObjStm /N %s /First %s /Length %s %s>>\nstream\n"
+            % (n, first, length, extra)
+            + data
+            + b"\nendstream"
+        )
+
+
+def assemble(
+    plain: dict[int, bytes],
+    streams: tuple[ObjStm, ...] = (),
+    *,
+    widths: tuple[int, int, int] = (1, 4, 2),
+    root: int = 1,
+    trailer: bytes = b"",
+) -> bytes:
+    """A PDF of ``plain`` objects and object ``streams`` behind one uncompressed xref stream
+    with field ``widths``; ``trailer`` adds entries to its dictionary."""
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    where: dict[int, int | tuple[int, int]] = {}
+    for num, body in sorted(plain.items()):
+        where[num] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (num, body))
+    for stm in streams:
+        where[stm.num] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (stm.num, stm.body()))
+        for index, member in enumerate(stm.members):
+            where[member] = (stm.num, stm.hints.get(member, index))
+    xref_num = max(where) + 1
+    where[xref_num] = out.tell()
+    rows = bytearray()
+    for num in range(xref_num + 1):
+        kind, a, b = (0, 0, 65535)
+        at = where.get(num)
+        if isinstance(at, int):
+            kind, a, b = 1, at, 0
+        elif isinstance(at, tuple):
+            kind, a, b = 2, at[0], at[1]
+        for value, width in zip((kind, a, b), widths, strict=True):
+            rows += value.to_bytes(width, "big")
+    start = where[xref_num]
+    out.write(
+        b"%d 0 obj\n<< /Type /XRef /Size %d /W [%d %d %d] /Root %d 0 R %s/Length %d >>\n"
+        b"stream\n"
+        % (xref_num, xref_num + 1, *widths, root, trailer, len(rows))
+        + bytes(rows)
+        + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % start
+    )
+    return out.getvalue()

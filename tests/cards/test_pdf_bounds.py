@@ -17,8 +17,7 @@ from cards import PdfFacts, _pdf, _pdfdoc, _pdffile, _pdfstream, pdf_facts
 from cards._pdfobj import Broken
 from cards._pdfstream import _png_decode
 from tests import pdfgen
-
-PAGE = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] >>"
+from tests.pdfgen import ObjStm, assemble, three_pages
 
 
 def facts_of(tmp_path: Path, data: bytes) -> PdfFacts:
@@ -29,108 +28,6 @@ def facts_of(tmp_path: Path, data: bytes) -> PdfFacts:
 
 def warned(facts: PdfFacts, text: str) -> bool:
     return any(text in w for w in facts.warnings)
-
-
-# An xref-stream PDF assembled by hand: plain objects, object streams (each with its own
-# /Length entry, which may be a reference), an xref stream with chosen field widths.
-
-
-class ObjStm:
-    def __init__(
-        self,
-        num: int,
-        members: dict[int, bytes],
-        *,
-        length: bytes | None = None,
-        columns: int | None = None,
-    ) -> None:
-        self.num = num
-        self.members = members
-        self.length = length  # the /Length entry as written; None writes the real length
-        self.columns = columns  # PNG Up predictor with this many columns
-
-    def data(self) -> bytes:
-        header, body = [], b""
-        for num, value in self.members.items():
-            header.append(b"%d %d" % (num, len(body)))
-            body += value + b"\n"
-        head = b" ".join(header) + b"\n"
-        self.first = len(head)
-        raw = head + body
-        if self.columns is None:
-            return zlib.compress(raw)
-        raw += b" " * (-len(raw) % self.columns)
-        rows = [raw[i : i + self.columns] for i in range(0, len(raw), self.columns)]
-        encoded, prev = bytearray(), bytes(self.columns)
-        for row in rows:
-            encoded += b"\x02" + bytes((a - b) & 0xFF for a, b in zip(row, prev, strict=True))
-            prev = row
-        return zlib.compress(bytes(encoded))
-
-    def body(self) -> bytes:
-        data = self.data()
-        length = self.length if self.length is not None else b"%d" % len(data)
-        parms = b""
-        if self.columns is not None:
-            parms = b"/DecodeParms << /Predictor 12 /Columns %d >> " % self.columns
-        return (
-            b"<< /Type /ObjStm /N %d /First %d /Length %s /Filter /FlateDecode %s>>\nstream\n"
-            % (len(self.members), self.first, length, parms)
-            + data
-            + b"\nendstream"
-        )
-
-
-def assemble(
-    plain: dict[int, bytes],
-    streams: tuple[ObjStm, ...] = (),
-    *,
-    widths: tuple[int, int, int] = (1, 4, 2),
-    root: int = 1,
-) -> bytes:
-    out = io.BytesIO()
-    out.write(b"%PDF-1.7\n")
-    where: dict[int, int | tuple[int, int]] = {}
-    for num, body in sorted(plain.items()):
-        where[num] = out.tell()
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (num, body))
-    for stm in streams:
-        where[stm.num] = out.tell()
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (stm.num, stm.body()))
-        for index, member in enumerate(stm.members):
-            where[member] = (stm.num, index)
-    xref_num = max(where) + 1
-    where[xref_num] = out.tell()
-    rows = bytearray()
-    for num in range(xref_num + 1):
-        kind, a, b = (0, 0, 65535)
-        at = where.get(num)
-        if isinstance(at, int):
-            kind, a, b = 1, at, 0
-        elif isinstance(at, tuple):
-            kind, a, b = 2, at[0], at[1]
-        for value, width in zip((kind, a, b), widths, strict=True):
-            rows += value.to_bytes(width, "big")
-    start = where[xref_num]
-    out.write(
-        b"%d 0 obj\n<< /Type /XRef /Size %d /W [%d %d %d] /Root %d 0 R /Length %d >>\nstream\n"
-        % (xref_num, xref_num + 1, *widths, root, len(rows))
-        + bytes(rows)
-        + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % start
-    )
-    return out.getvalue()
-
-
-def three_pages(**extra: bytes) -> dict[int, bytes]:
-    """Catalog 1, page tree 2, pages 3-5, as plain objects (the tree can be replaced)."""
-    objects = {
-        1: b"<< /Type /Catalog /Pages 2 0 R >>",
-        2: b"<< /Type /Pages /Kids [3 0 R 4 0 R 5 0 R] /Count 3 >>",
-        3: PAGE,
-        4: PAGE,
-        5: PAGE,
-    }
-    return objects | {int(k[1:]): v for k, v in extra.items()}
 
 
 def test_the_assembler_writes_what_the_probe_and_pypdf_read(tmp_path: Path) -> None:
@@ -287,30 +184,6 @@ def test_object_streams_that_need_themselves_are_refused(
 # PNG predictors: rows other than Up are decoded byte by byte, so their bytes are bounded.
 
 
-def _paeth_rows(rows: list[bytes], filters: list[int]) -> bytes:
-    """PNG-encode ``rows`` with the given filter type per row (0 None, 2 Up, 4 Paeth)."""
-    out, prev = bytearray(), bytes(len(rows[0]))
-    for row, kind in zip(rows, filters, strict=True):
-        if kind == 0:
-            out += b"\x00" + row
-            prev = row
-            continue
-        enc = bytearray()
-        for i, x in enumerate(row):
-            left = row[i - 1] if i else 0
-            up, upleft = prev[i], prev[i - 1] if i else 0
-            if kind == 2:
-                pred = up
-            else:
-                p = left + up - upleft
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - upleft)
-                pred = left if pa <= pb and pa <= pc else (up if pb <= pc else upleft)
-            enc.append((x - pred) & 0xFF)
-        out += bytes([kind]) + enc
-        prev = row
-    return bytes(out)
-
-
 def _predicted_xref_pdf(filters: list[int] | None = None, *, rows: int = 0) -> bytes:
     """Three pages behind an xref stream with PNG predictor rows of the given types; or, with
     ``rows``, a hostile stream of that many Paeth rows and the catalog listed in the last."""
@@ -330,7 +203,7 @@ def _predicted_xref_pdf(filters: list[int] | None = None, *, rows: int = 0) -> b
         table += [bytes([1]) + where[n].to_bytes(4, "big") + bytes(2) for n in range(1, 6)]
         table += [bytes([1]) + start.to_bytes(4, "big") + bytes(2)]
         assert filters is not None
-        data = zlib.compress(_paeth_rows(table, filters))
+        data = zlib.compress(pdfgen.png_encode(table, filters))
         size, root = len(table), 1
     out.write(
         b"6 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root %d 0 R /Filter /FlateDecode "
@@ -354,9 +227,11 @@ def test_xref_rows_under_other_predictors_decode_exactly(
     assert (facts.pages, facts.warnings) == (3, [])
 
 
-def test_paeth_rows_decode_from_the_last_row_that_stands_alone(tmp_path: Path) -> None:
-    # The catalog is object 40000: its Paeth row follows 40000 None rows. Decoding from the
-    # first row would pass the predictor bound; from the last None row it is two rows.
+@pytest.mark.parametrize("alone", [0, 1], ids=["after-none-rows", "after-sub-rows"])
+def test_paeth_rows_decode_from_the_last_row_that_stands_alone(tmp_path: Path, alone: int) -> None:
+    # The catalog is object 40000: its Paeth row follows 40000 None (or Sub) rows, which do
+    # not build on the row above. Decoding from the first row would pass the predictor bound;
+    # from the last of those it is two rows.
     far = 40_000
     assert far * 7 > _pdffile.MAX_PREDICTOR_BYTES
     objects = three_pages()
@@ -372,8 +247,8 @@ def test_paeth_rows_decode_from_the_last_row_that_stands_alone(tmp_path: Path) -
     for num in range(far + 2):
         at = where.get(num)
         table.append(bytes([1]) + at.to_bytes(4, "big") + bytes(2) if at else bytes(7))
-    filters = [0] * far + [4, 4]
-    data = zlib.compress(_paeth_rows(table, filters))
+    filters = [alone] * far + [4, 4]
+    data = zlib.compress(pdfgen.png_encode(table, filters))
     out.write(
         b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root %d 0 R /Filter /FlateDecode "
         b"/DecodeParms << /Predictor 12 /Columns 7 >> /Length %d >>\nstream\n"

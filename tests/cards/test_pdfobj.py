@@ -42,6 +42,7 @@ def parse(data: bytes) -> object:
         (b"/", Name("")),
         (b"<48656c6c6f>", b"Hello"),
         (b"<48 65 6c 6C 6>", b"Hell`"),  # odd digit count: a trailing 0 is implied
+        (b"<4 8\t6\n5>", b"He"),  # white space anywhere, even inside a pair
         (b"(plain)", b"plain"),
         (b"(a (nested) b)", b"a (nested) b"),
         (b"(esc\\n\\r\\t\\b\\f\\(\\)\\\\)", b"esc\n\r\t\b\f()\\"),
@@ -81,6 +82,13 @@ def test_short_window_is_incomplete_and_end_of_file_is_broken(data: bytes) -> No
     if data not in (b"12 0", b"/Nam", b"tru"):  # complete tokens at end of file
         with pytest.raises(Broken, match="file ends inside"):
             Parser(data, at_eof=True).parse()
+
+
+def test_a_hex_string_cut_by_the_window_is_incomplete_after_a_closed_dictionary() -> None:
+    # A ">" earlier in the window (the dictionary's end) does not close the hex string.
+    data = b"<< /A 1 >> <4142"
+    with pytest.raises(Incomplete):
+        Parser(data, data.index(b"<41")).parse()
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,128 @@
+"""Objects inside object streams (PDF 1.5), read by the probe from real files whose streams
+are right, or wrong in one way each: the xref's index hint, /N, /First, the header, the
+/Length (direct, indirect, or encrypted data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cards import PdfFacts, pdf_facts
+from tests.pdfgen import ObjStm, assemble, three_pages
+
+TREE = three_pages()[2]
+OTHERS = {k: v for k, v in three_pages().items() if k != 2}  # catalog and pages, plain
+FILLER = b"<< /Filler true >>"
+
+
+def facts_of(tmp_path: Path, stm: ObjStm, **kw: bytes) -> PdfFacts:
+    path = tmp_path / "objstm.pdf"
+    path.write_bytes(assemble(OTHERS, (stm,), **kw))
+    return pdf_facts(path)
+
+
+@pytest.mark.parametrize(
+    ("members", "hints"),
+    [
+        ({2: TREE, 7: FILLER}, {}),  # the hint is right
+        ({7: FILLER, 2: TREE}, {}),  # right, and not the first member
+        ({2: TREE, 7: FILLER}, {2: 1}),  # points at another member
+        ({2: TREE, 7: FILLER}, {2: 9}),  # points past the last member
+        ({7: FILLER, 8: FILLER, 2: TREE}, {2: 0}),  # points at the first of others
+    ],
+    ids=["right", "right-second", "wrong", "past-the-end", "wrong-first"],
+)
+def test_a_member_is_found_by_number_whatever_the_index_hint(
+    tmp_path: Path, members: dict[int, bytes], hints: dict[int, int]
+) -> None:
+    facts = facts_of(tmp_path, ObjStm(6, members, hints=hints))
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
+def test_a_member_found_first_by_number_is_read(tmp_path: Path) -> None:
+    # The hint is wrong and the search finds the object at index 0.
+    facts = facts_of(tmp_path, ObjStm(6, {2: TREE, 7: FILLER}, hints={2: 5, 7: 5}))
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
+def test_an_indirect_length_is_used_not_the_first_endstream(tmp_path: Path) -> None:
+    # Uncompressed, the tree's own bytes hold the word "endstream": only the /Length, an
+    # object of its own, tells where the data ends.
+    tree = TREE[:-2] + b"/Note (ends at endstream, see) >>"
+    stm = ObjStm(6, {2: tree}, length=b"9 0 R", compress=False)
+    path = tmp_path / "objstm.pdf"
+    path.write_bytes(assemble(OTHERS | {9: b"%d" % len(stm.data())}, (stm,)))
+    facts = pdf_facts(path)
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
+@pytest.mark.parametrize(
+    ("stm", "reason"),
+    [
+        (ObjStm(6, {7: FILLER}), "object 2 is not in object stream 6"),
+        (ObjStm(6, {}, n=b"0", first=b"0"), "object 2 is not in object stream 6"),
+        (ObjStm(6, {2: TREE}, n=b"-1"), "object stream 6 has invalid /N or /First"),
+        (ObjStm(6, {2: TREE}, first=b"-1"), "object stream 6 has invalid /N or /First"),
+        (ObjStm(6, {2: TREE}, n=b"(one)"), "object stream 6 has invalid /N or /First"),
+        (ObjStm(6, {2: TREE}, first=b"1.5"), "object stream 6 has invalid /N or /First"),
+        (ObjStm(6, {2: TREE}, n=b"2"), "object stream 6 header lists fewer than 2 objects"),
+        (ObjStm(6, {2: TREE}, header=b"2 zero\n"), "object stream 6 has a malformed header"),
+        (ObjStm(6, {2: TREE}, data=b"not zlib at all"), "stream at offset"),
+    ],
+    ids=[
+        "not-a-member",
+        "empty-stream",
+        "negative-n",
+        "negative-first",
+        "n-not-a-number",
+        "first-not-an-int",
+        "header-too-short",
+        "header-not-numbers",
+        "data-does-not-inflate",
+    ],
+)
+def test_a_broken_object_stream_says_what_is_wrong(
+    tmp_path: Path, stm: ObjStm, reason: str
+) -> None:
+    path = tmp_path / "objstm.pdf"
+    data = assemble(OTHERS, (stm,))
+    if 2 not in stm.members:  # the xref still sends object 2 to stream 6
+        data = _send_object_2_to(data, 6)
+    path.write_bytes(data)
+    facts = pdf_facts(path)
+    assert any(reason in w for w in facts.warnings), facts.warnings
+    # The pages are plain objects: the recovery scan counts them.
+    assert facts.pages == 3
+
+
+def _send_object_2_to(data: bytes, stream: int) -> bytes:
+    """Rewrite the xref row of object 2 (7-byte rows, uncompressed) to "in ``stream``, 0"."""
+    at = data.rindex(b">>\nstream\n") + len(b">>\nstream\n")
+    row = bytes([2]) + stream.to_bytes(4, "big") + (0).to_bytes(2, "big")
+    return data[: at + 2 * 7] + row + data[at + 3 * 7 :]
+
+
+def test_an_object_stream_that_does_not_decrypt_needs_the_password(tmp_path: Path) -> None:
+    stm = ObjStm(6, {2: TREE}, data=b"ciphertext, as the file is encrypted")
+    facts = facts_of(tmp_path, stm, trailer=b"/Encrypt << /Filter /Standard >> ")
+    assert facts.pages is None
+    assert facts.encrypted
+    assert facts.warnings == [
+        "page count needs the password: object stream 6 is encrypted; its objects need the password"
+    ]
+
+
+@pytest.mark.parametrize(
+    "container",
+    [b"<< /Type /ObjStm /N 1 /First 4 >>", b"<< /Length 4 >>\nstream\n2 0 \nendstream"],
+    ids=["a-dictionary", "a-stream-of-another-type"],
+)
+def test_an_object_said_to_be_in_something_else_is_refused(
+    tmp_path: Path, container: bytes
+) -> None:
+    path = tmp_path / "objstm.pdf"
+    path.write_bytes(_send_object_2_to(assemble(OTHERS | {6: container}), 6))
+    facts = pdf_facts(path)
+    assert any("object 6 is not an object stream" in w for w in facts.warnings), facts.warnings
+    assert facts.pages == 3

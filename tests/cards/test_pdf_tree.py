@@ -1,0 +1,62 @@
+"""The page-tree walk the probe falls back on when /Count cannot be trusted: what it counts as
+a page, what it never counts twice, and what it never descends into."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pypdf
+import pytest
+
+from cards import pdf_facts
+from tests import pdfgen
+from tests.pdfgen import PAGE
+
+
+def _tree_pdf(kids: bytes, objects: dict[int, bytes]) -> bytes:
+    """Catalog 1, a root node 2 with ``kids`` and no /Count (so the probe walks), and
+    ``objects`` numbered from 3."""
+    w = pdfgen.PdfWriter()
+    w.set(1, b"<< /Type /Catalog /Pages 2 0 R >>")
+    w.set(2, b"<< /Type /Pages /Kids [%s] >>" % kids)
+    for num, body in objects.items():
+        w.set(num, body)
+    out = io.BytesIO()
+    w.write(out, root=1)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("kids", "objects", "pages"),
+    [
+        # A kid listed twice is one page, and the kids after it still count.
+        (b"3 0 R 3 0 R 4 0 R 5 0 R", {3: PAGE, 4: PAGE, 5: PAGE}, 3),
+        # A page without /Type (older writers) is a leaf: no /Kids.
+        (b"3 0 R 4 0 R", {3: PAGE, 4: b"<< /Parent 2 0 R /MediaBox [0 0 9 9] >>"}, 2),
+        # A page that carries a /Kids array is still one page: its "kids" are not pages.
+        (b"3 0 R 4 0 R", {3: PAGE, 4: PAGE[:-2] + b"/Kids [5 0 R 6 0 R] >>", 5: PAGE, 6: PAGE}, 2),
+        # An intermediate node with an empty /Kids holds no page.
+        (b"3 0 R 4 0 R", {3: PAGE, 4: b"<< /Type /Pages /Parent 2 0 R /Kids [] >>"}, 1),
+        # Kids that are not dictionaries (a number, a missing object) are skipped.
+        (b"3 0 R 7 9 0 R", {3: PAGE}, 1),
+    ],
+    ids=["shared-kid", "page-without-type", "page-with-kids", "empty-node", "junk-kids"],
+)
+def test_the_walk_counts_each_page_once(
+    tmp_path: Path, kids: bytes, objects: dict[int, bytes], pages: int
+) -> None:
+    path = tmp_path / "tree.pdf"
+    path.write_bytes(_tree_pdf(kids, objects))
+    facts = pdf_facts(path)
+    assert facts.pages == pages
+    assert facts.warnings == [
+        f"page tree /Count missing; counted {pages} pages by walking the tree"
+    ]
+
+
+def test_the_walk_agrees_with_pypdf_on_a_deep_tree(tmp_path: Path) -> None:
+    data = pdfgen.pdf_bytes(40, fanout=3).replace(b"/Count 40 ", b"")
+    path = tmp_path / "deep.pdf"
+    path.write_bytes(data)
+    assert pdf_facts(path).pages == 40 == len(pypdf.PdfReader(path).pages)

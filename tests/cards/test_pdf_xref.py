@@ -1,0 +1,211 @@
+"""Cross-reference sections read back entry by entry, against the entries they were written
+from: xref streams with any field widths, /Index subsections and PNG predictor row types,
+and classic tables with every end-of-line style, subsections and a hybrid /XRefStm."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cards._pdffile import FREE, _File, _InStream
+from cards._pdfobj import Broken
+from cards._pdfxref import _StreamSection, _TableSection
+from tests.pdfgen import png_encode
+
+Entry = tuple[int, int, int]  # type, field 2, field 3 (as in an xref stream row)
+
+
+def _expected(entry: Entry, widths: tuple[int, int, int]) -> object:
+    kind = entry[0] if widths[0] else 1
+    if kind == 0:
+        return FREE
+    if kind == 1:
+        return entry[1]
+    if kind == 2:
+        return _InStream(entry[1], entry[2])
+    return None
+
+
+@st.composite
+def _xref_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, object], list[int]]:
+    widths = (draw(st.integers(0, 2)), draw(st.integers(1, 3)), draw(st.integers(0, 2)))
+    ranges: list[tuple[int, int]] = []
+    at = 0
+    for _ in range(draw(st.integers(1, 3))):
+        at += draw(st.integers(0, 5))
+        count = draw(st.integers(0, 6))
+        ranges.append((at, count))
+        at += count
+    expected: dict[int, object] = {}
+    rows = []
+    for first, count in ranges:
+        for num in range(first, first + count):
+            entry = (
+                draw(st.integers(0, 3) if widths[0] else st.just(1)),
+                draw(st.integers(0, 256 ** widths[1] - 1)),
+                draw(st.integers(0, 256 ** widths[2] - 1)),
+            )
+            expected[num] = _expected(entry, widths)
+            # A field of width 0 is absent: the type defaults to 1, the others to 0.
+            fields = zip(entry, widths, strict=True)
+            rows.append(b"".join(v.to_bytes(w, "big") for v, w in fields if w))
+    predictor = draw(st.booleans())
+    if predictor:
+        kinds = draw(st.lists(st.integers(0, 4), min_size=len(rows), max_size=len(rows)))
+        data = png_encode(rows, kinds)
+        parms = b"/DecodeParms << /Predictor 12 /Columns %d >> " % sum(widths)
+    else:
+        data, parms = b"".join(rows), b""
+    compress = draw(st.booleans())
+    if compress:
+        data = zlib.compress(data)
+    index = b" ".join(b"%d %d" % r for r in ranges)
+    default_index = len(ranges) == 1 and ranges[0][0] == 0
+    body = (
+        b"%%PDF-1.7\n1 0 obj\n<< /Type /XRef /Size %d /W [%d %d %d] %s%s%s/Length %d >>\n"
+        b"stream\n"
+        % (
+            at,
+            *widths,
+            b"" if default_index else b"/Index [%s] " % index,
+            parms,
+            b"/Filter /FlateDecode " if compress else b"",
+            len(data),
+        )
+        + data
+        + b"\nendstream\nendobj\n"
+    )
+    outside = [n for n in range(at + 3) if n not in expected]
+    return body, expected, outside
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_xref_streams())
+def test_xref_stream_rows_read_back_as_written(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[bytes, dict[int, object], list[int]]
+) -> None:
+    body, expected, outside = case
+    path = tmp_path_factory.mktemp("xref") / "x.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        section = _StreamSection.at(_File(fd, len(body)), body.index(b"1 0 obj"))
+        assert {num: section.lookup(num) for num in expected} == expected
+        assert [section.lookup(num) for num in outside] == [None] * len(outside)
+    finally:
+        os.close(fd)
+
+
+def _table(entries: dict[int, tuple[int, int, str]], eol: bytes, trailer: bytes) -> bytes:
+    """A classic table of the given entries (offset, generation, "n" or "f"), in
+    subsections of consecutive numbers, each 20-byte entry ending in ``eol``."""
+    nums = sorted(entries)
+    groups: list[list[int]] = []
+    for num in nums:
+        if groups and groups[-1][-1] == num - 1:
+            groups[-1].append(num)
+        else:
+            groups.append([num])
+    out = b"xref\n"
+    for group in groups:
+        out += b"%d %d\n" % (group[0], len(group))
+        for num in group:
+            offset, gen, kind = entries[num]
+            out += b"%010d %05d %s" % (offset, gen, kind.encode()) + eol
+    return out + b"trailer\n<< /Size %d %s>>\n" % (nums[-1] + 1 if nums else 0, trailer)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    entries=st.dictionaries(
+        st.integers(0, 40),
+        st.tuples(st.integers(0, 10**9), st.integers(0, 65535), st.sampled_from("nf")),
+        max_size=15,
+    ),
+    eol=st.sampled_from([b" \n", b" \r", b"\r\n", b"\n", b"\r"]),
+    pad=st.sampled_from([b"", b"\n", b"  \r\n\t"]),
+)
+def test_classic_table_entries_read_back_as_written(
+    tmp_path_factory: pytest.TempPathFactory,
+    entries: dict[int, tuple[int, int, str]],
+    eol: bytes,
+    pad: bytes,
+) -> None:
+    lead = b"%PDF-1.4\n"
+    table = _table(entries, eol, b"").replace(b"trailer", pad + b"trailer")
+    body = lead + table
+    path = tmp_path_factory.mktemp("table") / "t.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        section = _TableSection(_File(fd, len(body)), len(lead))
+        for num in range(45):
+            if num not in entries:
+                assert section.lookup(num) is None
+            elif entries[num][2] == "f":
+                assert section.lookup(num) is FREE
+            else:
+                assert section.lookup(num) == entries[num][0]
+        assert section.trailer["Size"] == (max(entries) + 1 if entries else 0)
+    finally:
+        os.close(fd)
+
+
+def test_a_hybrid_table_answers_from_its_xref_stream_what_it_does_not_list(
+    tmp_path: Path,
+) -> None:
+    # Objects 3 and 4 live in object stream 9: only the /XRefStm stream says so.
+    free, in_nine = bytes([0, 0, 0, 0, 255]), [bytes([2, 0, 0, 9, i]) for i in (0, 1)]
+    data = free * 3 + b"".join(in_nine)
+    lead = b"%PDF-1.5\n"
+    stm_at = len(lead)
+    stream = (
+        b"7 0 obj\n<< /Type /XRef /Size 5 /W [1 3 1] /Length %d >>\nstream\n" % len(data)
+        + data
+        + b"\nendstream\nendobj\n"
+    )
+    table_at = stm_at + len(stream)
+    table = _table({0: (0, 65535, "f"), 1: (123, 0, "n")}, b" \n", b"/XRefStm %d " % stm_at)
+    body = lead + stream + table
+    path = tmp_path / "hybrid.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        section = _TableSection(_File(fd, len(body)), table_at)
+        assert section.lookup(1) == 123
+        assert section.lookup(0) is FREE
+        assert section.lookup(3) == _InStream(9, 0)
+        assert section.lookup(4) == _InStream(9, 1)
+        assert section.lookup(2) is FREE
+        assert section.lookup(5) is None
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("table", "reason"),
+    [
+        (b"xref\n0 2\n0000000000 65535 f \n", "runs past the end of the file"),
+        (b"xref\n0 1\n0000000000 65535 f \nnot a trailer", "no trailer after the xref table"),
+        (b"xref\n0 1\n0000000000 65535 f \ntrailer\n[1 2]", "is not a dictionary"),
+        (b"xref\n0 1\n000000000x 65535 f \ntrailer\n<<>>", "malformed xref entry at offset"),
+        (b"xref\n0 1\n0000000000 65535 f  \ntrailer\n<<>>", "malformed xref entry ending"),
+    ],
+    ids=["past-the-end", "no-trailer", "trailer-not-a-dict", "bad-entry", "bad-eol"],
+)
+def test_a_broken_table_says_what_is_wrong(tmp_path: Path, table: bytes, reason: str) -> None:
+    lead = b"%PDF-1.4\n"
+    body = lead + table
+    path = tmp_path / "t.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(Broken, match=reason):
+            _TableSection(_File(fd, len(body)), len(lead))
+    finally:
+        os.close(fd)
