@@ -4,11 +4,13 @@ are right, or wrong in one way each: the xref's index hint, /N, /First, the head
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
 
 from cards import PdfFacts, pdf_facts
+from cards._pdffile import MAX_STREAM_BYTES
 from tests.pdfgen import ObjStm, assemble, three_pages
 
 TREE = three_pages()[2]
@@ -55,6 +57,30 @@ def test_an_indirect_length_is_used_not_the_first_endstream(tmp_path: Path) -> N
     path.write_bytes(assemble(OTHERS | {9: b"%d" % len(stm.data())}, (stm,)))
     facts = pdf_facts(path)
     assert (facts.pages, facts.warnings) == (3, [])
+
+
+@pytest.mark.parametrize("value", [b"12.0", b"true", b"(12)"], ids=["real", "bool", "string"])
+def test_an_indirect_length_that_is_not_an_integer_is_not_used(
+    tmp_path: Path, value: bytes
+) -> None:
+    # The stream's end is then found by its "endstream".
+    stm = ObjStm(6, {2: TREE}, length=b"9 0 R")
+    path = tmp_path / "objstm.pdf"
+    path.write_bytes(assemble(OTHERS | {9: value}, (stm,)))
+    facts = pdf_facts(path)
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
+def test_a_predicted_object_stream_is_inflated_within_the_limit(tmp_path: Path) -> None:
+    # Undoing the predictor needs all the data: past MAX_STREAM_BYTES it is refused.
+    stm = ObjStm(6, {2: TREE}, columns=4)
+    raw = b"\x02" + b"\x00" * 4
+    stm.raw = zlib.compress(raw * (MAX_STREAM_BYTES // 5 + 1))
+    facts = facts_of(tmp_path, stm)
+    assert any(f"inflates past {MAX_STREAM_BYTES} bytes" in w for w in facts.warnings), (
+        facts.warnings
+    )
+    assert facts.pages == 3
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,7 @@ def test_bytes_without_a_bom_are_utf8_when_they_can_be_else_pdfdocencoding(raw: 
         (b"caf\xe9", "café"),  # not UTF-8: PDFDocEncoding (Latin-1 here)
         (b"ab\x00\x00", "ab"),  # C-string NULs at the end are dropped
         (b"\x00ab", "\x00ab"),  # only at the end
+        (b"TAX\x00", "TAX"),  # and nothing else
         (b"\xfe\xff\x00a\x00\x00", "a"),
     ],
 )

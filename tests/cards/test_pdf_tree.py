@@ -39,7 +39,7 @@ def _tree_pdf(kids: bytes, objects: dict[int, bytes]) -> bytes:
         # An intermediate node with an empty /Kids holds no page.
         (b"3 0 R 4 0 R", {3: PAGE, 4: b"<< /Type /Pages /Parent 2 0 R /Kids [] >>"}, 1),
         # Kids that are not dictionaries (a number, a missing object) are skipped.
-        (b"3 0 R 7 9 0 R", {3: PAGE}, 1),
+        (b"7 9 0 R 3 0 R (x)", {3: PAGE}, 1),
     ],
     ids=["shared-kid", "page-without-type", "page-with-kids", "empty-node", "junk-kids"],
 )

@@ -128,16 +128,20 @@ def _table(entries: dict[int, tuple[int, int, str]], eol: bytes, trailer: bytes)
         max_size=15,
     ),
     eol=st.sampled_from([b" \n", b" \r", b"\r\n", b"\n", b"\r"]),
-    pad=st.sampled_from([b"", b"\n", b"  \r\n\t"]),
+    pad=st.sampled_from([b"", b"\n", b"  \r\n\t", b"\x00\f "]),
+    tight=st.booleans(),
 )
 def test_classic_table_entries_read_back_as_written(
     tmp_path_factory: pytest.TempPathFactory,
     entries: dict[int, tuple[int, int, str]],
     eol: bytes,
     pad: bytes,
+    tight: bool,
 ) -> None:
     lead = b"%PDF-1.4\n"
     table = _table(entries, eol, b"").replace(b"trailer", pad + b"trailer")
+    if tight:
+        table = table.replace(b"trailer\n<<", b"trailer<<")
     body = lead + table
     path = tmp_path_factory.mktemp("table") / "t.pdf"
     path.write_bytes(body)
@@ -209,3 +213,43 @@ def test_a_broken_table_says_what_is_wrong(tmp_path: Path, table: bytes, reason:
             _TableSection(_File(fd, len(body)), len(lead))
     finally:
         os.close(fd)
+
+
+def _section(tmp_path: Path, table: bytes, lead: bytes = b"%PDF-1.4\n") -> _TableSection:
+    body = lead + table
+    path = tmp_path / "t.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    return _TableSection(_File(fd, len(body)), len(lead))
+
+
+def test_an_empty_subsection_is_skipped(tmp_path: Path) -> None:
+    table = b"xref\n0 0\n1 1\n0000000123 00000 n \ntrailer\n<< /Size 2 >>\n"
+    section = _section(tmp_path, table)
+    try:
+        assert (section.lookup(0), section.lookup(1)) == (None, 123)
+    finally:
+        os.close(section.file.fd)
+
+
+def test_a_broken_xrefstm_leaves_the_table_answering(tmp_path: Path) -> None:
+    table = b"xref\n0 2\n0000000000 65535 f \n0000000077 00000 n \n"
+    table += b"trailer\n<< /Size 2 /XRefStm 9 >>\n"
+    section = _section(tmp_path, table)
+    try:
+        assert section.hybrid is None
+        assert (section.lookup(0), section.lookup(1), section.lookup(2)) == (FREE, 77, None)
+    finally:
+        os.close(section.file.fd)
+
+
+def test_a_malformed_entry_after_good_ones_is_named(tmp_path: Path) -> None:
+    table = b"xref\n0 3\n0000000000 65535 f \n0000000077 00000 n \nnot an entry here!! \n"
+    table += b"trailer\n<< /Size 3 >>\n"
+    section = _section(tmp_path, table)
+    try:
+        assert section.lookup(1) == 77
+        with pytest.raises(Broken, match="malformed xref entry for object 2"):
+            section.lookup(2)
+    finally:
+        os.close(section.file.fd)
