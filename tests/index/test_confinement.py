@@ -185,12 +185,17 @@ def test_devices_are_refused_even_inside_a_root(tmp_path: Path, device: str) -> 
             "pass the name without it",
         ),
         (
+            "n" * 100 + "\x00",
+            f"path '{'n' * 80}' contains a NUL byte, which no file name holds; "
+            "pass the name without it",
+        ),
+        (
             "x" * 5000,
             f"path '{'x' * 80}'... is 5000 characters, longer than any file path (4096); "
             "pass a shorter path inside the roots ({roots})",
         ),
     ],
-    ids=["empty", "nul", "too-long"],
+    ids=["empty", "nul", "long-nul", "too-long"],
 )
 def test_malformed_paths_get_a_clear_error(
     layout: dict[str, Path], tmp_path: Path, path: str, message: str

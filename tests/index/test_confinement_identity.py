@@ -93,7 +93,11 @@ def _raise_without_a_reason() -> None:
     ("fail", "error", "message"),
     [
         (lambda: os.fstat(10_000), NotFoundError, "'f.txt' changed while it was read (Bad file"),
-        (_write_to_a_full_disk, StoreError, "the disk holding the home is full"),
+        (
+            _write_to_a_full_disk,
+            StoreError,
+            "cannot write what this tool keeps in the home: the disk holding the home is full",
+        ),
         (lambda: os.mkdir("/dev/null/sub"), StoreError, "a file stands where the home needs"),
         (_raise_without_a_reason, NotFoundError, "'f.txt' changed while it was read (replaced)"),
     ],
@@ -166,3 +170,94 @@ def test_root_notices_say_what_the_operator_should_know(tmp_path: Path) -> None:
     wide = root_notices(Roots([str(tmp_path), "/"]))
     expected = ["root '/' lets the file tools read every file this process can read", *expected]
     assert [n[: len(e)] for n, e in zip(wide, expected, strict=True)] == expected
+
+
+def _home_layout(tmp_path: Path) -> tuple[Path, Path, Path]:
+    root = tmp_path / "root"
+    home = root / ".home"
+    attachments = home / "attachments"
+    attachments.mkdir(parents=True)
+    (home / "store.db").write_text("store")
+    (attachments / "a.png").write_text("png")
+    return root, home, attachments
+
+
+def test_the_home_inside_a_root_is_refused_naming_the_path_given(tmp_path: Path) -> None:
+    root, home, _ = _home_layout(tmp_path)
+    roots = Roots([str(root)], private=[str(home)])
+    with pytest.raises(OutsideRootsError) as info, open_confined(".home/store.db", roots):
+        pass
+    assert str(info.value) == (
+        "'.home/store.db' is inside the leanreplay home, whose store and indexes the file "
+        "tools never serve; read conversations with conversation_read"
+    )
+
+
+def test_the_attachments_gate_sees_the_real_and_the_given_path(tmp_path: Path) -> None:
+    root, home, attachments = _home_layout(tmp_path)
+    asked: list[tuple[str, str]] = []
+
+    def gate(real: str, shown: str) -> None:
+        asked.append((real, shown))
+        if shown.endswith("refused.png"):
+            raise OutsideRootsError(f"{shown!r} belongs to another conversation")
+
+    (attachments / "refused.png").write_text("png")
+    roots = Roots([str(root)], private=[str(home)], attachments=str(attachments), gate=gate)
+    with open_confined(".home/attachments/a.png", roots) as f:
+        assert os.pread(f.fd, 10, 0) == b"png"
+    with (
+        pytest.raises(OutsideRootsError, match="belongs to another conversation"),
+        open_confined(".home/attachments/refused.png", roots),
+    ):
+        pass
+    assert asked == [
+        (str(attachments / "a.png"), ".home/attachments/a.png"),
+        (str(attachments / "refused.png"), ".home/attachments/refused.png"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (
+            lambda root: str(root / "gone.txt"),
+            NotFoundError,
+            "no file at {root}/gone.txt'; check the name",
+        ),
+        (
+            lambda root: str(root / "f.txt" / "x"),
+            NotFoundError,
+            "no file at {root}/f.txt/x'; a parent is not a directory",
+        ),
+    ],
+    ids=["missing", "parent-is-a-file"],
+)
+def test_the_walk_names_the_path_given(
+    tmp_path: Path, make: Callable[[Path], str], error: type[Exception], message: str
+) -> None:
+    (tmp_path / "f.txt").write_text("x")
+    with pytest.raises(error) as info, open_confined(make(tmp_path), [str(tmp_path)]):
+        pass
+    assert str(info.value) == message.format(root=repr(str(tmp_path))[:-1])
+
+
+def test_a_relative_path_in_no_root_names_every_place_tried(tmp_path: Path) -> None:
+    roots = [str(tmp_path / "a"), str(tmp_path / "b")]
+    with pytest.raises(NotFoundError) as info, open_confined("x.txt", roots):
+        pass
+    tried = f"'{tmp_path}/a/x.txt', '{tmp_path}/b/x.txt'"
+    assert str(info.value) == (
+        f"no file 'x.txt' in any root; tried {tried}; check the name, or pass an absolute "
+        "path inside a root"
+    )
+
+
+def test_a_root_removed_after_it_was_configured_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    roots = resolve_roots([str(root)])
+    root.rmdir()
+    with pytest.raises(NotFoundError) as info, open_confined(str(root / "f.txt"), roots):
+        pass
+    assert str(info.value) == f"root {str(root)!r} cannot be opened: No such file or directory"
