@@ -248,7 +248,21 @@ def test_swap_to_symlink_between_calls_never_leaks(layout: dict[str, Path]) -> N
             while time.monotonic() < deadline:
                 try:
                     text = ws.file_read("racy.txt")["content"]
-                except (OutsideRootsError, NotFoundError):
+                except (OutsideRootsError, NotFoundError) as exc:
+                    # Refused by the check (resolves outside), by the walk (a symlink met
+                    # with O_NOFOLLOW), or caught mid-swap (resolving a link that became a
+                    # file, or between the two renames).
+                    assert str(exc) in (
+                        "'racy.txt' changed into a symlink while it was opened; refused",
+                        f"'racy.txt' is outside the allowed roots ({', '.join(ws.roots)}); "
+                        "read files inside them",
+                        "no file at 'racy.txt'; check the name",
+                    ) or str(exc).startswith(
+                        (
+                            "no file 'racy.txt' in any root",
+                            "'racy.txt' changed while it was resolved (",
+                        )
+                    ), str(exc)
                     outcomes["refused"] += 1
                     continue
                 assert text == "1\tbenign", text

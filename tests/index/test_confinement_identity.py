@@ -168,7 +168,10 @@ def test_root_notices_say_what_the_operator_should_know(tmp_path: Path) -> None:
     narrow = root_notices(Roots([str(tmp_path)]))
     assert [n[: len(e)] for n, e in zip(narrow, expected, strict=True)] == expected
     wide = root_notices(Roots([str(tmp_path), "/"]))
-    expected = ["root '/' lets the file tools read every file this process can read", *expected]
+    expected = [
+        "root '/' lets the file tools read every file this process can read; give narrower roots",
+        *expected,
+    ]
     assert [n[: len(e)] for n, e in zip(wide, expected, strict=True)] == expected
 
 
