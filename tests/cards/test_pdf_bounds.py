@@ -227,8 +227,13 @@ def test_xref_rows_under_other_predictors_decode_exactly(
     assert (facts.pages, facts.warnings) == (3, [])
 
 
-@pytest.mark.parametrize("alone", [0, 1], ids=["after-none-rows", "after-sub-rows"])
-def test_paeth_rows_decode_from_the_last_row_that_stands_alone(tmp_path: Path, alone: int) -> None:
+@pytest.mark.parametrize(
+    ("alone", "last"), [(0, 4), (1, 4), (2, 2)], ids=["after-none-rows", "after-sub-rows", "all-up"]
+)
+def test_paeth_rows_decode_from_the_last_row_that_stands_alone(
+    tmp_path: Path, alone: int, last: int
+) -> None:
+    # (Rows that are all Up are never decoded one by one: their columns are summed.)
     # The catalog is object 40000: its Paeth row follows 40000 None (or Sub) rows, which do
     # not build on the row above. Decoding from the first row would pass the predictor bound;
     # from the last of those it is two rows.
@@ -247,7 +252,7 @@ def test_paeth_rows_decode_from_the_last_row_that_stands_alone(tmp_path: Path, a
     for num in range(far + 2):
         at = where.get(num)
         table.append(bytes([1]) + at.to_bytes(4, "big") + bytes(2) if at else bytes(7))
-    filters = [alone] * far + [4, 4]
+    filters = [alone] * far + [last, last]
     data = zlib.compress(pdfgen.png_encode(table, filters))
     out.write(
         b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root %d 0 R /Filter /FlateDecode "

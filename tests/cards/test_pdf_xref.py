@@ -5,6 +5,7 @@ and classic tables with every end-of-line style, subsections and a hybrid /XRefS
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -58,7 +59,10 @@ def _xref_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, object], list[int]]
     if predictor:
         kinds = draw(st.lists(st.integers(0, 4), min_size=len(rows), max_size=len(rows)))
         data = png_encode(rows, kinds)
-        parms = b"/DecodeParms << /Predictor 12 /Columns %d >> " % sum(widths)
+        parms = b"/DecodeParms << /Predictor %d /Columns %d >> " % (
+            draw(st.sampled_from([10, 12, 15])),  # every PNG predictor: a type byte per row
+            sum(widths),
+        )
     else:
         data, parms = b"".join(rows), b""
     compress = draw(st.booleans())
@@ -253,3 +257,48 @@ def test_a_malformed_entry_after_good_ones_is_named(tmp_path: Path) -> None:
             section.lookup(2)
     finally:
         os.close(section.file.fd)
+
+
+def _xref_stream(tmp_path: Path, entries: bytes, rows: bytes) -> _StreamSection:
+    body = b"%%PDF-1.7\n1 0 obj\n<< /Type /XRef %s /Length %d >>\nstream\n" % (
+        entries,
+        len(rows),
+    )
+    body += rows + b"\nendstream\nendobj\n"
+    path = tmp_path / "x.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _StreamSection.at(_File(fd, len(body)), body.index(b"1 0 obj"))
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("entries", "reason"),
+    [
+        (b"/Size 1 /W [1 2]", "has an invalid /W [1, 2]"),
+        (b"/Size 1 /W 3", "has an invalid /W"),
+        (b"/Size 1 /W [1 (2) 1]", "has an invalid /W"),
+        (b"/Size 1 /W [1 true 1]", "has an invalid /W"),
+        (b"/Size 1 /W [0 0 0]", "has empty rows"),
+        (b"/Size 1 /W [1 2 1] /Index [0]", "has an invalid /Index"),
+        (b"/Size 1 /W [1 2 1] /Index [0 -1]", "has an invalid /Index"),
+        (b"/Size 1 /W [1 2 1] /Index [0 1.5]", "has an invalid /Index"),
+        (b"/Size 1 /W [1 2 1] /Index [true 1]", "has an invalid /Index"),
+        (b"/Size 1 /W [1 2 1] /Index 7", "has an invalid /Index"),
+    ],
+)
+def test_a_broken_xref_stream_says_what_is_wrong(
+    tmp_path: Path, entries: bytes, reason: str
+) -> None:
+    with pytest.raises(Broken, match=re.escape(reason)):
+        _xref_stream(tmp_path, entries, b"\x01\x00\x09\x00")
+
+
+def test_an_xref_stream_shorter_than_its_rows_says_where_it_ends(tmp_path: Path) -> None:
+    rows = b"\x01\x00\x09\x00" * 3 + b"\x01\x00"  # three rows and half of a fourth
+    section = _xref_stream(tmp_path, b"/Size 5 /W [1 2 1]", rows)
+    assert section.lookup(2) == 9
+    with pytest.raises(Broken, match="xref stream at offset 9 ends before row 3"):
+        section.lookup(3)
