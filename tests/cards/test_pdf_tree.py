@@ -60,3 +60,44 @@ def test_the_walk_agrees_with_pypdf_on_a_deep_tree(tmp_path: Path) -> None:
     path = tmp_path / "deep.pdf"
     path.write_bytes(data)
     assert pdf_facts(path).pages == 40 == len(pypdf.PdfReader(path).pages)
+
+
+def _with_size(pages: int, count: bytes, size: bytes) -> bytes:
+    data = pdfgen.pdf_bytes(pages, count=count)
+    at = data.rindex(b"/Size ")
+    end = data.index(b" ", at + 6)
+    return data[:at] + b"/Size " + size + data[end:]
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "warning"),
+    [
+        (b"6", b"0", None),  # a /Size of 0 says nothing: MAX_PAGES is the limit
+        (b"6", b"1", "page tree /Count 6 is implausible (limit 1)"),
+        (b"100", b"40", "page tree /Count 100 is implausible (limit 40)"),
+        (b"true", b"40", "page tree /Count True is implausible (limit 40)"),
+        (b"-6", b"40", "page tree /Count -6 is implausible (limit 40)"),
+    ],
+    ids=["size-zero", "size-one", "count-over-size", "count-bool", "count-negative"],
+)
+def test_count_is_trusted_up_to_the_object_count(
+    tmp_path: Path, count: bytes, size: bytes, warning: str | None
+) -> None:
+    path = tmp_path / "count.pdf"
+    path.write_bytes(_with_size(6, count, size))
+    facts = pdf_facts(path)
+    assert facts.pages == 6
+    expected = [] if warning is None else [f"{warning}; counted 6 pages by walking the tree"]
+    assert facts.warnings == expected
+
+
+def test_a_catalog_without_a_page_tree_is_counted_by_its_page_objects(tmp_path: Path) -> None:
+    data = pdfgen.pdf_bytes(4).replace(b"/Pages 2 0 R", b"/Pagez 2 0 R")
+    path = tmp_path / "nopages.pdf"
+    path.write_bytes(data)
+    facts = pdf_facts(path)
+    assert facts.pages == 4
+    assert facts.warnings[0] == (
+        "page tree unreadable (the catalog has no /Pages dictionary); counted the 4 /Type /Page "
+        "objects found by scanning"
+    )
