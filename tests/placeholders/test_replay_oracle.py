@@ -22,9 +22,9 @@ The rule, as written:
 - A tool result is *eligible* when it is stale, its size (codepoints of its text plus inline
   image data) is at least ``min_chars``, its tool is not excluded and it is not a
   placeholder already.
-- A tool input (Anthropic ``tool_use.input``, OpenAI ``function.arguments``) is eligible on
-  the same terms, measured as its JSON; its long string fields become placeholders, its keys
-  and every other value stay.
+- A tool input (Anthropic ``tool_use.input``, OpenAI ``function.arguments``, a Responses
+  ``function_call``'s ``arguments``) is eligible on the same terms, measured as its JSON;
+  its long string fields become placeholders, its keys and every other value stay.
 - With eager timing everything eligible is elided at once; cache-aware timing applies the
   same elisions later or in batches, so it changes a subset (all of it under pressure, as of
   the last request).
@@ -220,19 +220,29 @@ class Input:
     size: int
 
 
+def parsed(args: Any) -> Any:
+    """A JSON arguments string parsed, or None when it is not one (it then stays)."""
+    try:
+        return json.loads(args) if isinstance(args, str) else None
+    except ValueError:
+        return None
+
+
 def inputs(message: dict[str, Any], i: int) -> list[Input]:
-    """The tool inputs the README says may be elided: ``tool_use.input`` and
-    ``function.arguments`` (a JSON string that must parse)."""
+    """The tool inputs the README says may be elided: ``tool_use.input``, and the JSON
+    strings of ``function.arguments`` and of a Responses ``function_call``'s ``arguments``."""
     found = []
+    if message.get("type") == "function_call" and "role" not in message:
+        args = message.get("arguments")
+        if parsed(args) is not None:
+            name = message.get("name", "unknown")
+            found.append(Input(i, None, message["call_id"], name, parsed(args), len(args)))
+        return found
     for call in message.get("tool_calls") or ():
         args = call.get("function", {}).get("arguments")
-        try:
-            parsed = json.loads(args) if isinstance(args, str) else None
-        except ValueError:
-            continue
-        if isinstance(args, str):
+        if parsed(args) is not None:
             name = call["function"].get("name", "unknown")
-            found.append(Input(i, None, call["id"], name, parsed, len(args)))
+            found.append(Input(i, None, call["id"], name, parsed(args), len(args)))
     content = message.get("content")
     for n, block in enumerate(content if isinstance(content, list) else ()):
         if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -405,7 +415,12 @@ def check_replay(
             made += 1
         for call in inputs(old, i) if role(old) == "assistant" else ():
             key = (i, call.call_id)
-            if call.block is None:
+            if "role" not in old:  # a Responses function_call item
+                new_value = json.loads(new["arguments"])
+                if new_value == call.value:
+                    assert new["arguments"] == old["arguments"], "unchanged arguments rewritten"
+                new["arguments"] = old["arguments"]
+            elif call.block is None:
                 calls = [dict(c) for c in new["tool_calls"]]
                 (n,) = [k for k, c in enumerate(calls) if c.get("id") == call.call_id]
                 function = dict(calls[n]["function"])
