@@ -28,7 +28,10 @@ WORK = REPO / "mutants"
 
 # target: (files mutated, as mutmut's only_mutate globs; the target's own tests, as globs)
 TARGETS: dict[str, tuple[list[str], list[str]]] = {
-    "replay": (["placeholders/_replay.py"], ["tests/placeholders/test_replay*.py"]),
+    "replay": (
+        ["placeholders/_replay.py"],
+        ["tests/placeholders/test_replay*.py", "tests/placeholders/test_boundaries.py"],
+    ),
     "paths": (["index/tools/_paths.py"], ["tests/index/test_confinement*.py"]),
     "pdf": (["cards/_pdf*.py"], ["tests/cards/test_pdf*.py"]),
 }
