@@ -1,6 +1,6 @@
 """The exact words of placeholders, the policy's checks and `drop_thinking`.
 
-Placeholders are a contract (SPEC section 4: bars and tests parse them; deterministic bytes),
+Placeholders are a contract (bars and tests parse them; their bytes are deterministic),
 so their full text is pinned here for each variant: lines counted, images, an error result,
 a cut or whole head, no head, an input field.
 """
@@ -218,6 +218,13 @@ def test_drop_thinking_leaves_out_earlier_turns_thinking_only(timing: str) -> No
     assert out.chars_in - out.chars_out == 400  # the thinking text; redacted data counts 0
     kept = replay(messages, conversation_id="c", policy=replace(policy, drop_thinking=False))
     assert kept.messages == messages
+
+
+def test_a_new_user_message_makes_the_last_turns_thinking_earlier() -> None:
+    messages = with_ids([*thinking_conversation(), user("u3")])
+    out = replay(messages, conversation_id="c", policy=ReplayPolicy(drop_thinking=True))
+    assert out.messages[5]["content"] == [{"type": "text", "text": "a2"}]
+    assert out.messages[1]["content"] == [{"type": "text", "text": "a1"}]
 
 
 def test_drop_thinking_without_a_genuine_user_keeps_everything() -> None:

@@ -1,4 +1,4 @@
-"""replay() against an independent oracle: the rule as the README and SPEC state it.
+"""replay() against an independent oracle: the rule as the README states it.
 
 The oracle below never calls the library's own helpers (no `is_genuine_user`,
 `result_slots`, `stale_before`, `content_chars`): it reads the messages itself and decides,
@@ -53,7 +53,7 @@ INPUT_MARKER = "[elided tool input]"
 # placeholder (a bounded head, a sentence and the call) is that long.
 SHORT_FIELD = 256
 SURE_FIELD = 2000
-# Interrupt markers and command echoes that runtimes inject as user text (SPEC section 2).
+# Interrupt markers and command echoes that runtimes inject as user text (README: Replay).
 INJECTED = (
     "[Request interrupted by user",
     "<command-name>",
@@ -539,9 +539,29 @@ def mixed_message(shape: str) -> list[dict[str, Any]]:
 SKIP_BASH = frozenset({"bash"})
 
 
+def parallel_rounds() -> list[dict[str, Any]]:
+    """Two rounds of three parallel calls with long inputs and results, as Responses items:
+    each round's function_call items are one turn, not three."""
+    messages: list[dict[str, Any]] = [user("u1")]
+    for r in range(2):
+        ids = [f"r{r}c{k}" for k in range(3)]
+        call = oa_call(*((cid, "bash") for cid in ids))
+        for item in call["tool_calls"]:
+            item["function"]["arguments"] = json.dumps({"command": "w" * 3000})
+        messages += [
+            call,
+            *({"role": "tool", "tool_call_id": c, "content": "x" * 3000} for c in ids),
+        ]
+    return as_responses(with_ids([*messages, assistant("done")]))
+
+
+TURNS_2 = replace(EAGER, age_unit="assistant_turn", keep_assistant_turns=2)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(messages=any_shape(), policy=st.one_of(st.just(SEED), policies("eager")))
+@given(messages=any_shape(), policy=policies("eager"))
 @example(messages=mixed_message("anthropic"), policy=replace(SEED, exclude_tools=SKIP_BASH))
+@example(messages=parallel_rounds(), policy=TURNS_2)
 @example(messages=mixed_message("anthropic"), policy=replace(EAGER, exclude_tools=SKIP_BASH))
 @example(messages=mixed_message("openai"), policy=replace(EAGER, exclude_tools=SKIP_BASH))
 def test_eager_replay_elides_exactly_what_the_rule_makes_eligible(
@@ -554,6 +574,13 @@ def test_eager_replay_elides_exactly_what_the_rule_makes_eligible(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=any_shape(), policy=policies("cache_aware", pressure_chars=1))
+@example(
+    messages=parallel_rounds(), policy=replace(TURNS_2, timing="cache_aware", pressure_chars=1)
+)
+@example(
+    messages=parallel_rounds(),
+    policy=replace(TURNS_2, timing="cache_aware", pressure_chars=1, keep_assistant_turns=1),
+)
 def test_under_pressure_cache_aware_replay_elides_all_that_any_request_made_eligible(
     messages: list[dict[str, Any]], policy: ReplayPolicy
 ) -> None:
