@@ -640,3 +640,28 @@ def test_real_transcripts_under_the_default_policy_elide_only_eligible_content(
         out = replay(messages, conversation_id=cid)
         verdict = eligible_by_requests(messages, ReplayPolicy())
         check_replay(messages, out.messages, verdict, cid, exact=False)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [mixed_message("anthropic"), mixed_message("openai"), parallel_rounds()],
+    ids=["anthropic", "openai", "responses"],
+)
+@pytest.mark.parametrize(
+    "policy",
+    [
+        replace(EAGER, keep_assistant_turns=1),
+        replace(EAGER, keep_assistant_turns=1, preview_chars=0, min_chars=200),
+        ReplayPolicy(pressure_chars=1, keep_assistant_turns=1),
+    ],
+    ids=["eager", "no-head", "pressed"],
+)
+def test_a_replay_of_a_replay_with_elided_inputs_changes_nothing(
+    messages: list[dict[str, Any]], policy: ReplayPolicy
+) -> None:
+    first = replay(messages, conversation_id="c", policy=policy)
+    assert first.placeholders >= 2  # results and inputs
+    again = replay(first.messages, conversation_id="c", policy=policy)
+    assert again.messages == first.messages
+    assert (again.placeholders, again.elided_chars) == (0, 0)
+    assert again.chars_in == again.chars_out == first.chars_out
