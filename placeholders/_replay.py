@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -328,7 +329,7 @@ def replay(
 def _eager(
     messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy, conversation_id: str
 ) -> list[_Item]:
-    cutoff = stale_before(messages, policy)
+    cutoff = _furthest_boundary(messages, policy)
     chosen: list[_Item] = []
     pending: list[_Item] = []
     batch = 0
@@ -436,7 +437,19 @@ def _is_item(message: Mapping[str, Any]) -> bool:
     return "role" not in message and message.get("type") in ITEM_ROLES
 
 
+def _furthest_boundary(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
+    """The furthest stale boundary reached at any request so far or at the whole list: what
+    was stale once stays stale, so a new exchange (which moves the exchange-or-turn boundary
+    back to the previous exchanges) never brings an elided original back."""
+    starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
+    turns = [i for i in range(len(messages)) if _turn_start(messages, i)]
+    ends = [j for j in turns if j > 0] + [len(messages)]
+    return max(_boundary(starts, turns, end, policy) for end in ends)
+
+
 def _boundary(starts: list[int], turns: list[int], end: int, policy: ReplayPolicy) -> int:
+    """The stale boundary of the request that ends at ``end`` (positions at or after it are
+    not counted)."""
     by_exchange = _kth_last(starts, policy.keep_user_exchanges, end)
     if policy.age_unit == "user_exchange":
         return by_exchange
@@ -444,16 +457,18 @@ def _boundary(starts: list[int], turns: list[int], end: int, policy: ReplayPolic
     if policy.age_unit == "assistant_turn":
         return by_turn
     # Turns count only inside the current exchange; before it, exchanges do the ageing.
-    current = starts[-1] if starts else 0
+    seen = bisect_left(starts, end)
+    current = starts[seen - 1] if seen else 0
     return max(by_exchange, by_turn if by_turn > current else 0)
 
 
 def _kth_last(positions: list[int], keep: int, end: int) -> int:
     if keep == 0:
         return end
-    if len(positions) < keep:
+    seen = bisect_left(positions, end)
+    if seen < keep:
         return 0
-    return positions[-keep]
+    return positions[seen - keep]
 
 
 def _last_exchange_start(messages: Sequence[Mapping[str, Any]]) -> int:

@@ -218,3 +218,22 @@ def test_a_stale_tool_input_is_elided_from_2000_chars(shape: str, size: int, eli
     else:
         field = call["content"][0]["input"]["text"]
     assert field.startswith(INPUT_MARKER) is bool(elided)
+
+
+def test_eager_elisions_stay_when_a_new_exchange_begins() -> None:
+    # A long single-task exchange ages its results by turns; a new genuine user message then
+    # makes that exchange one of the last two, whose results are not stale by exchanges.
+    # What a request elided must stay elided: bringing originals back rewrites the cache.
+    from placeholders import ReplayPolicy, replay
+    from tests.builders import an_call, an_results, assistant, user, with_ids
+
+    messages = [user("fix the bug")]
+    for i in range(6):
+        messages += [an_call((f"t{i}", "bash")), an_results((f"t{i}", f"{i}" * 3000, False))]
+    policy = ReplayPolicy(timing="eager")
+    before = replay(with_ids(messages), conversation_id="c", policy=policy)
+    assert before.placeholders == 3  # the results older than the last 3 assistant turns
+    later = with_ids([*messages, assistant("done"), user("thanks, one more thing")])
+    after = replay(later, conversation_id="c", policy=policy)
+    assert after.placeholders == before.placeholders
+    assert after.messages[: len(messages)] == before.messages

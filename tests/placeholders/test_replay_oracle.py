@@ -309,10 +309,17 @@ def eligible_by_requests(messages: list[dict[str, Any]], policy: ReplayPolicy) -
 
 
 def due(messages: list[dict[str, Any]], policy: ReplayPolicy) -> Verdict:
-    """What the policy's timing may elide: eager decides on the whole list, cache-aware
-    at each request."""
+    """What the policy's timing may elide: cache-aware decides at each request; eager
+    elides whatever any request (or the whole list) made eligible, since what was stale once
+    stays stale."""
     if policy.timing == "eager":
-        return eligible(messages, policy, len(messages))
+        verdict = eligible_by_requests(messages, policy)
+        whole = eligible(messages, policy, len(messages))
+        have = {(r.index, r.block) for r in verdict.results}
+        verdict.results += [r for r in whole.results if (r.index, r.block) not in have]
+        calls = {(c.index, c.call_id) for c in verdict.inputs}
+        verdict.inputs += [c for c in whole.inputs if (c.index, c.call_id) not in calls]
+        return verdict
     return eligible_by_requests(messages, policy)
 
 
@@ -568,7 +575,7 @@ def test_eager_replay_elides_exactly_what_the_rule_makes_eligible(
     messages: list[dict[str, Any]], policy: ReplayPolicy
 ) -> None:
     out = replay(messages, conversation_id="c", policy=policy)
-    verdict = eligible(messages, policy, len(messages))
+    verdict = due(messages, policy)
     assert out.placeholders == check_replay(messages, out.messages, verdict, "c", exact=True)
 
 
@@ -628,7 +635,7 @@ def test_real_transcripts_elide_exactly_what_the_rule_makes_eligible(
     made = 0
     for cid, messages in real_conversations.items():
         out = replay(messages, conversation_id=cid, policy=policy)
-        verdict = eligible(messages, policy, len(messages))
+        verdict = due(messages, policy)
         made += check_replay(messages, out.messages, verdict, cid, exact=True)
     assert made, "the real transcripts hold stale large results"
 
