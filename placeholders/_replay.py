@@ -329,7 +329,7 @@ def replay(
 def _eager(
     messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy, conversation_id: str
 ) -> list[_Item]:
-    cutoff = _furthest_boundary(messages, policy)
+    cutoff = stale_before(messages, policy)
     chosen: list[_Item] = []
     pending: list[_Item] = []
     batch = 0
@@ -416,13 +416,6 @@ def _cache_aware(
     return chosen
 
 
-def stale_before(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
-    """Index where the protected recent part starts; tool results before it are stale."""
-    starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
-    turns = [i for i in range(len(messages)) if _turn_start(messages, i)]
-    return _boundary(starts, turns, len(messages), policy)
-
-
 def _turn_start(messages: Sequence[Mapping[str, Any]], i: int) -> bool:
     """An assistant message, or the first of a run of Responses items of one assistant turn
     (reasoning, function calls and the message that come back from one request)."""
@@ -437,10 +430,12 @@ def _is_item(message: Mapping[str, Any]) -> bool:
     return "role" not in message and message.get("type") in ITEM_ROLES
 
 
-def _furthest_boundary(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
-    """The furthest stale boundary reached at any request so far or at the whole list: what
-    was stale once stays stale, so a new exchange (which moves the exchange-or-turn boundary
-    back to the previous exchanges) never brings an elided original back."""
+def stale_before(messages: Sequence[Mapping[str, Any]], policy: ReplayPolicy) -> int:
+    """Index where the protected recent part starts; tool results before it are stale.
+
+    The furthest boundary reached at any request so far or at the whole list: what was stale
+    once stays stale, so a new exchange (which moves the exchange-or-turn boundary back to the
+    previous exchanges) never brings an elided original back."""
     starts = [i for i, m in enumerate(messages) if is_genuine_user(m)]
     turns = [i for i in range(len(messages)) if _turn_start(messages, i)]
     ends = [j for j in turns if j > 0] + [len(messages)]

@@ -290,12 +290,14 @@ def eligible(messages: list[dict[str, Any]], policy: ReplayPolicy, end: int) -> 
     return verdict
 
 
-def eligible_by_requests(messages: list[dict[str, Any]], policy: ReplayPolicy) -> Verdict:
-    """What became eligible at any request so far: cache-aware timing decides at each
-    request, and what it elided once never comes back."""
+def eligible_by_requests(
+    messages: list[dict[str, Any]], policy: ReplayPolicy, ends: list[int] | None = None
+) -> Verdict:
+    """What became eligible at any request so far (or at ``ends``): what was elided once
+    never comes back."""
     verdict = Verdict([], [])
     seen: set[tuple[Any, ...]] = set()
-    for end in request_ends(messages):
+    for end in request_ends(messages) if ends is None else ends:
         found = eligible(messages[:end], policy, end)
         for result in found.results:
             if ("r", result.index, result.block) not in seen:
@@ -313,13 +315,7 @@ def due(messages: list[dict[str, Any]], policy: ReplayPolicy) -> Verdict:
     elides whatever any request (or the whole list) made eligible, since what was stale once
     stays stale."""
     if policy.timing == "eager":
-        verdict = eligible_by_requests(messages, policy)
-        whole = eligible(messages, policy, len(messages))
-        have = {(r.index, r.block) for r in verdict.results}
-        verdict.results += [r for r in whole.results if (r.index, r.block) not in have]
-        calls = {(c.index, c.call_id) for c in verdict.inputs}
-        verdict.inputs += [c for c in whole.inputs if (c.index, c.call_id) not in calls]
-        return verdict
+        return eligible_by_requests(messages, policy, [*request_ends(messages), len(messages)])
     return eligible_by_requests(messages, policy)
 
 
