@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pypdf
 
-import cards
+from leanreplay import cards
 from tests import pdfgen
 
 PAGES = 3000

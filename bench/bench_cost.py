@@ -48,8 +48,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index.store._importers import load
-from placeholders import ReplayPolicy, for_provider, repair_pairing, replay, result_slots
+from leanreplay.index.store._importers import load
+from leanreplay.placeholders import ReplayPolicy, for_provider, repair_pairing, replay, result_slots
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
 CORPORA = {

@@ -23,8 +23,8 @@ from xml.etree import ElementTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cards import card_for
-from index import Workspace
+from leanreplay.cards import card_for
+from leanreplay.index import Workspace
 from tests import officegen
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index import Workspace
-from index.tools._lines import _np
+from leanreplay.index import Workspace
+from leanreplay.index.tools._lines import _np
 
 LINE = b"2026-11-30T05:00:00Z worker-%d INFO request %09d served in 3ms path=/api/v1/items ok\n"
 

@@ -23,9 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index import Workspace
-from index.store._importers import load
-from placeholders import FoldPolicy, ReplayPolicy, content_chars, is_genuine_user
+from leanreplay.index import Workspace
+from leanreplay.index.store._importers import load
+from leanreplay.placeholders import FoldPolicy, ReplayPolicy, content_chars, is_genuine_user
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
 POLICY = FoldPolicy()  # 120,000 chars, keep the last 8, 6,000-char summaries

@@ -40,9 +40,9 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index import tool_schemas
-from index._tools import META_TOOLS
-from index.search._capabilities import CapabilityIndex
+from leanreplay.index import tool_schemas
+from leanreplay.index._tools import META_TOOLS
+from leanreplay.index.search._capabilities import CapabilityIndex
 
 HERE = Path(__file__).resolve().parent / "lean_start"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "leanreplay-bench" / "npm"
@@ -218,7 +218,7 @@ async def overhead(tmp: str, live: bool) -> dict[str, Any]:
         command=sys.executable,
         args=[
             "-m",
-            "index.cli",
+            "leanreplay.index.cli",
             "--home",
             str(Path(tmp) / "home"),
             "serve",

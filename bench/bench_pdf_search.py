@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index import Workspace
-from index.tools._pdftext import BACKEND
+from leanreplay.index import Workspace
+from leanreplay.index.tools._pdftext import BACKEND
 from tests import pdfgen
 
 PAGES = 3000

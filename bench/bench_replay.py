@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index.store._importers import load
-from placeholders import ReplayPolicy, is_genuine_user, replay
+from leanreplay.index.store._importers import load
+from leanreplay.placeholders import ReplayPolicy, is_genuine_user, replay
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
 MIN_SAVINGS_SWEEP = (0, 20_000, 50_000)

@@ -39,7 +39,7 @@ from tests import pdfgen  # noqa: E402
 CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from index import Workspace
+from leanreplay.index import Workspace
 home, root, kind, arg = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 ws = Workspace(home, [root])
 out = {}
@@ -162,7 +162,7 @@ def file2g(tmp: Path) -> dict[str, Any]:
 
 def _store(home: Path, conversations: int, per: int, fold_through: int = 0) -> None:
     """A store written straight through SQLite (what ingest would write, much faster)."""
-    from index.store._store import Store
+    from leanreplay.index.store._store import Store
 
     Store(str(home)).close()  # the schema
     rng = random.Random(5)

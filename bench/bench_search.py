@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tantivy
 
-from index.search._pdfindex import _schema
+from leanreplay.index.search._pdfindex import _schema
 
 WORDS_PER_PAGE = 120
 

@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cards import card_for
-from index import Workspace
+from leanreplay.cards import card_for
+from leanreplay.index import Workspace
 from tests import officegen
 
 GROUP_SQL = "SELECT region, count(*) AS n, sum(amount) AS total FROM t GROUP BY region"

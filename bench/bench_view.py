@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index import Workspace
+from leanreplay.index import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +86,16 @@ def main() -> None:
         home = Path(tmp) / "home"
         report["store"] = build(home, args.messages)
         process = subprocess.Popen(
-            [sys.executable, "-m", "index.cli", "--home", str(home), "view", "--port", "0"],
+            [
+                sys.executable,
+                "-m",
+                "leanreplay.index.cli",
+                "--home",
+                str(home),
+                "view",
+                "--port",
+                "0",
+            ],
             stderr=subprocess.PIPE,
             text=True,
             cwd=str(ROOT),

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from cards import CardError, card_for, card_for_descriptor, quote
-from placeholders import (
+from leanreplay.cards import CardError, card_for, card_for_descriptor, quote
+from leanreplay.placeholders import (
     CHARS_PER_TOKEN,
     CompactionResult,
     FoldPolicy,
@@ -27,12 +27,12 @@ from placeholders import (
     ReplayResult,
     Summarizer,
     call_with_overflow_retry,
+    check_int,
     compact_turn,
     content_chars,
     is_genuine_user,
     read_call,
 )
-from placeholders._checks import check_int
 
 from ._errors import (
     ConversationNotFoundError,

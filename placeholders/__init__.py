@@ -7,6 +7,7 @@
 []
 """
 
+from ._checks import check_int
 from ._compact import (
     CHARS_PER_TOKEN,
     FILL_MARGIN_TOKENS,
@@ -52,8 +53,10 @@ from ._replay import (
     stale_before,
 )
 from ._shapes import (
+    block_text,
     content_chars,
     is_genuine_user,
+    is_injected_text,
     is_meta,
     result_slots,
     role_of,
@@ -95,8 +98,10 @@ __all__ = [
     "Summarizer",
     "SummarizerError",
     "Timing",
+    "block_text",
     "call_inputs",
     "call_with_overflow_retry",
+    "check_int",
     "check_pairing",
     "compact_turn",
     "content_chars",
@@ -106,6 +111,7 @@ __all__ = [
     "for_provider",
     "is_context_overflow",
     "is_genuine_user",
+    "is_injected_text",
     "is_meta",
     "is_placeholder",
     "last_turns",

@@ -9,7 +9,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from index import Workspace
+from leanreplay.index import Workspace
 from tests.conftest import SAMPLES
 
 

@@ -22,7 +22,7 @@ from openai.types.responses import ResponseInputItemParam
 from pydantic import TypeAdapter
 from typing_extensions import ReadOnly, is_typeddict
 
-from placeholders import check_pairing
+from leanreplay.placeholders import check_pairing
 
 #: The request type of one message for each `for_provider` provider name.
 TYPES: dict[str, Any] = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from index.faces.cli import cli
+from leanreplay.index.faces.cli import cli
 from tests.conftest import SAMPLES
 
 

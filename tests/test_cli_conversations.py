@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from index.faces._render import progress_bar
-from index.faces.cli import cli
+from leanreplay.index.faces._render import progress_bar
+from leanreplay.index.faces.cli import cli
 from tests.conftest import SAMPLES
 from tests.placeholders.test_replay import parse_call
 
@@ -256,7 +256,7 @@ def test_replay_of_a_folder_says_to_ingest_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize("flag", ["meta", "isMeta"], ids=str)
 def test_the_transcript_marks_meta_as_replay_sees_it(flag: str) -> None:
     # The renderer had its own test (meta only); is_meta also honours Claude Code's isMeta.
-    from index.faces._render import render_message
+    from leanreplay.index.faces._render import render_message
 
     assert render_message({"role": "user", "content": "x", flag: True}).endswith("[meta]\nx")
     assert "[meta]" not in render_message({"role": "user", "content": "x"})

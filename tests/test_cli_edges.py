@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from index import TOOL_NAMES, NotFoundError, OutsideRootsError, Workspace, WorkspaceError
-from index.faces.cli import cli
-from index.faces.server import build_server
-from index.store._home import HOME_MARKER
+from leanreplay.index import TOOL_NAMES, NotFoundError, OutsideRootsError, Workspace, WorkspaceError
+from leanreplay.index.faces.cli import cli
+from leanreplay.index.faces.server import build_server
+from leanreplay.index.store._home import HOME_MARKER
 from tests.conftest import REPO, SAMPLES
 
 PLATFORM_SENTENCE = "leanreplay runs on Linux and macOS; Windows is not supported yet."
@@ -43,7 +43,14 @@ def test_a_taken_port_fails_before_saying_serving(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         run = subprocess.run(
             [
-                *(sys.executable, "-m", "index.cli", "--home", str(tmp_path / "home"), "serve"),
+                *(
+                    sys.executable,
+                    "-m",
+                    "leanreplay.index.cli",
+                    "--home",
+                    str(tmp_path / "home"),
+                    "serve",
+                ),
                 *("--http", f"127.0.0.1:{port}", "--token", "t" * 40),
             ],
             capture_output=True,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from index import ImportFormatError, IngestError, InvalidArgumentError, Workspace
-from index.faces.cli import cli
+from leanreplay.index import ImportFormatError, IngestError, InvalidArgumentError, Workspace
+from leanreplay.index.faces.cli import cli
 from tests.conftest import REPO, SAMPLES
 
 
@@ -135,7 +135,14 @@ def test_cli_summary_lists_each_refusal_and_exits_non_zero(tmp_path: Path) -> No
 def test_cli_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     for name in ("a", "b"):
         _chat(tmp_path / "logs" / f"{name}.jsonl", name)
-    command = [sys.executable, "-m", "index.cli", "--home", str(tmp_path / "home"), "ingest"]
+    command = [
+        sys.executable,
+        "-m",
+        "leanreplay.index.cli",
+        "--home",
+        str(tmp_path / "home"),
+        "ingest",
+    ]
     leader, follower = pty.openpty()
     try:
         done = subprocess.run(

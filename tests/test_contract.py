@@ -13,15 +13,16 @@ from click.testing import CliRunner
 
 from tests.conftest import REPO
 
+# The rooms: top-level folders of the repository, installed as subpackages of `leanreplay`.
 PACKAGES = ["cards", "placeholders", "index"]
 
 
-@pytest.mark.parametrize("name", PACKAGES, ids=str)
+@pytest.mark.parametrize("name", ["leanreplay", *(f"leanreplay.{p}" for p in PACKAGES)], ids=str)
 def test_all_is_sorted_and_complete(name: str) -> None:
     module = importlib.import_module(name)
     exported = module.__all__
     assert exported == sorted(exported), f"{name}.__all__ is not sorted"
-    public = {n for n in vars(module) if not n.startswith("_")}
+    public = {n for n in vars(module) if not n.startswith("_") or n == "__version__"}
     # Private submodules (``_card``) are not public names; anything else must be exported.
     public -= {n for n in public if isinstance(getattr(module, n), type(module))}
     assert public == set(exported), f"{name}: public names and __all__ differ"
@@ -34,12 +35,23 @@ def test_all_is_sorted_and_complete(name: str) -> None:
 @pytest.mark.parametrize("name", PACKAGES, ids=str)
 def test_package_ships_py_typed(name: str) -> None:
     assert (REPO / name / "py.typed").is_file()
+    assert (REPO / "leanreplay" / "py.typed").is_file()
+
+
+@pytest.mark.parametrize("name", PACKAGES, ids=str)
+def test_each_room_installs_inside_the_one_package(name: str) -> None:
+    # The wheel and an editable install both see leanreplay/<room>, a link to the room's folder.
+    link = REPO / "leanreplay" / name
+    assert link.is_symlink()
+    assert link.readlink() == Path("..") / name
+    module = importlib.import_module(f"leanreplay.{name}")
+    assert Path(module.__file__ or "").resolve() == (REPO / name / "__init__.py").resolve()
 
 
 @pytest.mark.parametrize("name", PACKAGES, ids=str)
 def test_every_error_is_in_errors_and_in_its_tree(name: str) -> None:
     # httpx's _exceptions.py: one module holds the package's errors, drawn as a tree.
-    errors = importlib.import_module(f"{name}._errors")
+    errors = importlib.import_module(f"leanreplay.{name}._errors")
     for path in (REPO / name).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ClassDef) and node.name.endswith("Error"):
@@ -54,7 +66,7 @@ def test_every_error_is_in_errors_and_in_its_tree(name: str) -> None:
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    parts = ["leanreplay", *path.relative_to(REPO).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -83,8 +95,8 @@ def _imports(package: str) -> set[tuple[str, str]]:
 def test_relative_imports_are_resolved() -> None:
     # The direction tests below would pass vacuously if relative imports were not seen.
     pairs = _imports("index")
-    assert ("index._workspace", "index.store._store") in pairs
-    assert ("index.faces.server", "index._workspace") in pairs
+    assert ("leanreplay.index._workspace", "leanreplay.index.store._store") in pairs
+    assert ("leanreplay.index.faces.server", "leanreplay.index._workspace") in pairs
 
 
 @pytest.mark.parametrize(
@@ -94,24 +106,69 @@ def test_relative_imports_are_resolved() -> None:
 )
 def test_leaf_packages_import_no_sibling(package: str, forbidden: set[str]) -> None:
     for importer, module in _imports(package):
-        assert module.split(".")[0] not in forbidden, f"{importer} imports {module}"
+        parts = module.split(".")
+        assert parts[0] != "leanreplay" or parts[1] not in forbidden, f"{importer} imports {module}"
+
+
+def _python_files() -> list[Path]:
+    # leanreplay/ holds links to the rooms: only its own __init__ is new there.
+    tops = [*PACKAGES, "tests", "bench", "tools"]
+    return [
+        REPO / "leanreplay" / "__init__.py",
+        *(p for t in tops for p in (REPO / t).rglob("*.py")),
+    ]
+
+
+def test_nothing_imports_the_rooms_by_their_old_top_level_names() -> None:
+    # The rooms import as leanreplay.<room>; a bare `import index` would load a second copy of
+    # each module (the checkout is on sys.path in the tests) and collide with any other `index`.
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in PACKAGES, f"{path}:{node.lineno} imports {name}"
+
+
+def test_no_room_imports_another_rooms_private_modules() -> None:
+    # A room's contract is its __init__: the others (and the faces) import only public names.
+    # Tests and benches may reach inside, to test and time the parts.
+    for package in PACKAGES:
+        for importer, module in _imports(package):
+            parts = module.split(".")
+            if parts[0] != "leanreplay" or len(parts) < 3 or parts[1] == package:
+                continue
+            assert not any(p.startswith("_") for p in parts[2:]), f"{importer} imports {module}"
 
 
 def test_nothing_imports_the_faces() -> None:
     for package in PACKAGES:
         for importer, module in _imports(package):
-            if importer.startswith("index.faces") or importer == "index.cli":
+            if importer.startswith("leanreplay.index.faces") or importer == "leanreplay.index.cli":
                 continue
-            assert not module.startswith(("index.faces", "index.cli")), (
+            assert not module.startswith(("leanreplay.index.faces", "leanreplay.index.cli")), (
                 f"{importer} imports {module}"
             )
 
 
 # Each room of `index` and the rooms it must not import (see the README's development section).
 ROOMS = {
-    "index.store": ("index.tools", "index.search", "index.faces", "index._workspace"),
-    "index.tools": ("index.store", "index.search", "index.faces", "index._workspace"),
-    "index.search": ("index.faces", "index._workspace"),
+    "leanreplay.index.store": (
+        "leanreplay.index.tools",
+        "leanreplay.index.search",
+        "leanreplay.index.faces",
+        "leanreplay.index._workspace",
+    ),
+    "leanreplay.index.tools": (
+        "leanreplay.index.store",
+        "leanreplay.index.search",
+        "leanreplay.index.faces",
+        "leanreplay.index._workspace",
+    ),
+    "leanreplay.index.search": ("leanreplay.index.faces", "leanreplay.index._workspace"),
 }
 
 
@@ -135,7 +192,7 @@ def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ..
 
 
 def test_every_cli_command_has_help() -> None:
-    cli = importlib.import_module("index.faces.cli").cli
+    cli = importlib.import_module("leanreplay.index.faces.cli").cli
     runner = CliRunner()
     for path in [(), *_commands(cli)]:
         result = runner.invoke(cli, [*path, "--help"])
@@ -149,7 +206,7 @@ def test_every_cli_command_has_help() -> None:
 
 def test_console_script_points_at_cli_main() -> None:
     text = (REPO / "pyproject.toml").read_text()
-    assert 'leanreplay = "index.cli:main"' in text
+    assert 'leanreplay = "leanreplay.index.cli:main"' in text
 
 
 def test_repository_layout() -> None:

@@ -34,17 +34,21 @@ def _docstring(path: Path) -> str:
 
 # (module, a phrase of its docstring with the number in a group, what the number must be)
 QUOTED: list[tuple[str, str, Callable[[ModuleType], object]]] = [
-    ("index.tools._lines", r"newlines per (\d+) KiB block", lambda m: m.BLOCK // 1024),
-    ("index.tools._lines", r"in (\d+) MiB chunks", lambda m: m.CHUNK // (1024 * 1024)),
-    ("placeholders._compact", r"``chars / ([\d.]+)``", lambda m: m.CHARS_PER_TOKEN),
-    ("placeholders._compact", r"above (\d+)% of the input", lambda m: m.TRIGGER_SHARE * 100),
-    ("placeholders._compact", r"compact toward (\d+)%", lambda m: m.TARGET_SHARE * 100),
-    ("placeholders._compact", r"the last (\d+) messages", lambda m: m.PROTECTED_TAIL),
-    ("cards._table", r"from the first (\d+) KiB", lambda m: m.CSV_HEAD_BYTES // 1024),
+    ("leanreplay.index.tools._lines", r"newlines per (\d+) KiB block", lambda m: m.BLOCK // 1024),
+    ("leanreplay.index.tools._lines", r"in (\d+) MiB chunks", lambda m: m.CHUNK // (1024 * 1024)),
+    ("leanreplay.placeholders._compact", r"``chars / ([\d.]+)``", lambda m: m.CHARS_PER_TOKEN),
+    (
+        "leanreplay.placeholders._compact",
+        r"above (\d+)% of the input",
+        lambda m: m.TRIGGER_SHARE * 100,
+    ),
+    ("leanreplay.placeholders._compact", r"compact toward (\d+)%", lambda m: m.TARGET_SHARE * 100),
+    ("leanreplay.placeholders._compact", r"the last (\d+) messages", lambda m: m.PROTECTED_TAIL),
+    ("leanreplay.cards._table", r"from the first (\d+) KiB", lambda m: m.CSV_HEAD_BYTES // 1024),
     (
         "index",
         r"a page of ([\d,]+) chars at a time",
-        lambda m: importlib.import_module("index.store._pages").MAX_READ_CHARS,
+        lambda m: importlib.import_module("leanreplay.index.store._pages").MAX_READ_CHARS,
     ),
 ]
 

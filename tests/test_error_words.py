@@ -20,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from index import OutsideRootsError, StoreError, Workspace
-from index._errors import NotALogError
-from index.faces._render import CLI_TERMS, cli_message
-from index.faces.cli import cli
-from index.faces.server import NO_CLIENT_ROOTS, build_server
-from index.store._importers import load
-from index.tools._listing import confined_dir
+from leanreplay.index import OutsideRootsError, StoreError, Workspace
+from leanreplay.index._errors import NotALogError
+from leanreplay.index.faces._render import CLI_TERMS, cli_message
+from leanreplay.index.faces.cli import cli
+from leanreplay.index.faces.server import NO_CLIENT_ROOTS, build_server
+from leanreplay.index.store._importers import load
+from leanreplay.index.tools._listing import confined_dir
 from tests.conftest import REPO, SAMPLES
 
 # The command line and the faces only it starts: their words are for its user.

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from index.faces.cli import MCP_EXTRA_MODULES
+from leanreplay.index.faces.cli import MCP_EXTRA_MODULES
 from tests.conftest import REPO, SAMPLES
 
 # Installed first in the child: any import of the server stack raises ModuleNotFoundError.
@@ -45,8 +45,8 @@ def test_the_library_works_without_the_server_stack(tmp_path: Path) -> None:
     result = run_without_mcp(
         f"""
         import sys
-        import cards, placeholders
-        from index import Workspace, tool_schemas
+        from leanreplay import cards, placeholders
+        from leanreplay.index import Workspace, tool_schemas
 
         with Workspace({str(tmp_path / "home")!r}, [{str(SAMPLES)!r}]) as ws:
             (cid,) = ws.ingest({str(SAMPLES / "conversation.jsonl")!r})
@@ -66,7 +66,7 @@ def test_serve_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     result = run_without_mcp(
         f"""
         import sys
-        from index.faces.cli import cli
+        from leanreplay.index.faces.cli import cli
         cli(["--home", {str(tmp_path / "home")!r}, "serve"])
         """,
         tmp_path,
@@ -80,7 +80,7 @@ def test_serve_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
 def test_view_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     result = run_without_mcp(
         f"""
-        from index.faces.cli import cli
+        from leanreplay.index.faces.cli import cli
         cli(["--home", {str(tmp_path / "home")!r}, "view", "--port", "0"])
         """,
         tmp_path,

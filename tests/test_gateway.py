@@ -20,8 +20,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ToolListChangedNotification
 
-from index import TOOL_NAMES, InvalidArgumentError, Workspace
-from index.faces.gateway import gateway, read_config
+from leanreplay.index import TOOL_NAMES, InvalidArgumentError, Workspace
+from leanreplay.index.faces.gateway import gateway, read_config
 from tests.conftest import REPO
 
 UPSTREAM = str(REPO / "tests" / "fixtures" / "mcp_upstream.py")
@@ -219,7 +219,7 @@ def test_the_cli_serves_the_gateway_over_stdio(tmp_path: Path, config: Path) -> 
         command=sys.executable,
         args=[
             "-m",
-            "index.cli",
+            "leanreplay.index.cli",
             "--home",
             str(tmp_path / "home"),
             "serve",
@@ -297,7 +297,14 @@ def test_the_gateway_over_http_keeps_the_token_and_serves_activated_tools(
 ) -> None:
     port = _free_port()
     token = "gateway-token-of-at-least-32-characters"
-    command = ["-m", "index.cli", "--home", str(tmp_path / "home"), "serve", "--upstream"]
+    command = [
+        "-m",
+        "leanreplay.index.cli",
+        "--home",
+        str(tmp_path / "home"),
+        "serve",
+        "--upstream",
+    ]
     proc = subprocess.Popen(
         [sys.executable, *command, str(config), "--http", f"127.0.0.1:{port}"],
         env={**os.environ, "LEANREPLAY_TOKEN": token},

@@ -57,7 +57,7 @@ def _start(tmp_path: Path, address: str, *args: str, token: str | None = TOKEN) 
         [
             sys.executable,
             "-m",
-            "index.cli",
+            "leanreplay.index.cli",
             "--home",
             str(tmp_path / "home"),
             "--root",
@@ -151,7 +151,7 @@ def _scope(
 def test_a_wildcard_bind_answers_loopback_names_only_on_loopback_connections() -> None:
     # A wildcard bind cannot be opened in a test (it listens beyond loopback): the policy
     # it gets is checked on the request scopes uvicorn would pass.
-    from index.faces.server import HttpPolicy
+    from leanreplay.index.faces.server import HttpPolicy
 
     policy = HttpPolicy.for_bind("0.0.0.0", 8765, ["lean.example", "[fd00::1]:9000"])
     assert policy.refusal(_scope("localhost:8765", "127.0.0.1")) is None
@@ -173,8 +173,8 @@ def test_one_host_and_origin_rule_serves_both_http_faces() -> None:
     # The MCP face and the view share faces/_net.HttpPolicy: what one refuses, so does the
     # other (the view had its own copy, without the loopback-from-network rule, and the MCP
     # face did not look at Sec-Fetch-Site).
-    from index.faces import server, view
-    from index.faces._net import HttpPolicy
+    from leanreplay.index.faces import server, view
+    from leanreplay.index.faces._net import HttpPolicy
 
     assert server.HttpPolicy is HttpPolicy
     assert "HttpPolicy" in view.__dict__

@@ -23,8 +23,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from index import TOOL_NAMES, Workspace, tool_schemas
-from index.faces.server import build_server
+from leanreplay.index import TOOL_NAMES, Workspace, tool_schemas
+from leanreplay.index.faces.server import build_server
 from tests import pdfgen
 from tests.builders import MCP_INITIALIZE
 from tests.conftest import REPO, SAMPLES
@@ -188,7 +188,15 @@ def test_the_server_advertises_the_library_signatures(tmp_path: Path) -> None:
 def test_stdio_session_with_a_subprocess(env: dict[str, Path]) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "index.cli", "--home", str(env["home"]), "--root", str(env["root"]), "serve"],
+        args=[
+            "-m",
+            "leanreplay.index.cli",
+            "--home",
+            str(env["home"]),
+            "--root",
+            str(env["root"]),
+            "serve",
+        ],
         cwd=str(REPO),
     )
 
@@ -212,7 +220,7 @@ def http_server(env: dict[str, Path]) -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "index.cli",
+            "leanreplay.index.cli",
             "--home",
             str(env["home"]),
             "--root",
@@ -284,7 +292,7 @@ def test_http_refuses_requests_without_the_token(http_server: str, header: str |
 def test_serve_refuses_unsafe_http_settings(tmp_path: Path, args: list[str], message: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LEANREPLAY_TOKEN"}
     result = subprocess.run(
-        [sys.executable, "-m", "index.cli", "--home", str(tmp_path), *args],
+        [sys.executable, "-m", "leanreplay.index.cli", "--home", str(tmp_path), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -298,10 +306,10 @@ def test_serve_refuses_unsafe_http_settings(tmp_path: Path, args: list[str], mes
 def test_a_stdio_frame_over_the_cap_gets_an_error_and_the_session_goes_on(
     env: dict[str, Path],
 ) -> None:
-    from index.faces.server import MAX_STDIO_FRAME_BYTES
+    from leanreplay.index.faces.server import MAX_STDIO_FRAME_BYTES
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "index.cli", "--home", str(env["home"]), "serve"],
+        [sys.executable, "-m", "leanreplay.index.cli", "--home", str(env["home"]), "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

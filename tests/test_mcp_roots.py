@@ -18,8 +18,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from index import Workspace
-from index.faces.server import NO_CLIENT_ROOTS, build_server
+from leanreplay.index import Workspace
+from leanreplay.index.faces.server import NO_CLIENT_ROOTS, build_server
 from tests.conftest import REPO
 
 
@@ -100,7 +100,7 @@ def test_a_client_without_roots_is_told_what_to_do(folders: dict[str, Path], mod
 def test_serve_without_root_over_stdio_uses_client_roots_and_says_so(
     folders: dict[str, Path],
 ) -> None:
-    args = ["-m", "index.cli", "--home", str(folders["home"]), "serve"]
+    args = ["-m", "leanreplay.index.cli", "--home", str(folders["home"]), "serve"]
     quiet = subprocess.run(
         [sys.executable, *args],
         input="",

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from index import Workspace
-from placeholders import (
+from leanreplay.index import Workspace
+from leanreplay.placeholders import (
     FoldPolicy,
     PlaceholderError,
     ReplayPolicy,

@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 
-from index import Workspace
-from index.faces.view import SERIES_POINTS
+from leanreplay.index import Workspace
+from leanreplay.index.faces.view import SERIES_POINTS
 
 try:
     from playwright.sync_api import expect
 except ImportError:  # the browser fixture skips (or fails under CI) with the reason
     expect = None
-from placeholders import (
+from leanreplay.placeholders import (
     CHARS_PER_TOKEN,
     ReplayPolicy,
     content_chars,
@@ -151,7 +151,7 @@ def server(home: Path) -> Iterator[dict[str, Any]]:
         [
             sys.executable,
             "-m",
-            "index.cli",
+            "leanreplay.index.cli",
             "--home",
             str(home),
             "--root",
@@ -547,7 +547,7 @@ def test_message_text_is_escaped_everywhere(
 def test_view_refuses_unsafe_settings(tmp_path: Path, args: list[str], message: str) -> None:
     from click.testing import CliRunner
 
-    from index.faces.cli import cli
+    from leanreplay.index.faces.cli import cli
 
     result = CliRunner().invoke(cli, ["--home", str(tmp_path), "view", *args])
     assert result.exit_code == 1

@@ -29,11 +29,11 @@ WORK = REPO / "mutants"
 # target: (files mutated, as mutmut's only_mutate globs; the target's own tests, as globs)
 TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "replay": (
-        ["placeholders/_replay.py"],
+        ["leanreplay/placeholders/_replay.py"],
         ["tests/placeholders/test_replay*.py", "tests/placeholders/test_boundaries.py"],
     ),
-    "paths": (["index/tools/_paths.py"], ["tests/index/test_confinement*.py"]),
-    "pdf": (["cards/_pdf*.py"], ["tests/cards/test_pdf*.py"]),
+    "paths": (["leanreplay/index/tools/_paths.py"], ["tests/index/test_confinement*.py"]),
+    "pdf": (["leanreplay/cards/_pdf*.py"], ["tests/cards/test_pdf*.py"]),
 }
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-import cards
-from index import Workspace
-from placeholders import is_placeholder, parse_read_call, result_slots
+from leanreplay import cards
+from leanreplay.index import Workspace
+from leanreplay.placeholders import is_placeholder, parse_read_call, result_slots
 
 __all__ = ["run_demo", "sample_dir"]
 

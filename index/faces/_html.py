@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from placeholders import is_meta, is_placeholder, result_slots
+from leanreplay.placeholders import is_meta, is_placeholder, result_slots
 
 __all__ = [
     "CSS",

@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from index import FileReport
-from placeholders import is_meta
+from leanreplay.index import FileReport
+from leanreplay.placeholders import is_meta
 
 __all__ = [
     "CLI_TERMS",

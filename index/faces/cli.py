@@ -19,8 +19,8 @@ from typing import Any, TypeVar, cast
 
 import click
 
-import cards
-from index import (
+from leanreplay import cards
+from leanreplay.index import (
     FORMATS,
     TOOL_NAMES,
     StoreError,
@@ -28,9 +28,9 @@ from index import (
     WorkspaceError,
     tool_schemas,
 )
-from index._tools import tool_spec
-from index.store._home import check_home
-from placeholders import (
+from leanreplay.index._tools import tool_spec
+from leanreplay.index.store._home import check_home
+from leanreplay.placeholders import (
     DEFAULT_MIN_CHARS,
     AgeUnit,
     PlaceholderError,
@@ -450,7 +450,7 @@ MCP_EXTRA_MODULES = frozenset(
 def _extra_module(name: str, command: str, stack: str) -> ModuleType:
     """``index.faces.<name>``, which needs the `mcp` extra; a clear message when it is missing."""
     try:
-        return importlib.import_module(f"index.faces.{name}")
+        return importlib.import_module(f"leanreplay.index.faces.{name}")
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in MCP_EXTRA_MODULES:
             raise
@@ -529,7 +529,7 @@ def serve(
             "--token is for --http; over stdio the client starts the server itself and "
             "no token is needed"
         )
-    from index.faces import gateway
+    from leanreplay.index.faces import gateway
 
     specs = gateway.read_config(upstream_config) if upstream_config is not None else None
 

@@ -49,8 +49,7 @@ from mcp_types import (
 from mcp_types.version import is_version_at_least
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-import cards
-import placeholders
+from leanreplay import cards, placeholders
 
 from .._errors import WorkspaceError
 from .._tools import TOOL_NAMES, tool_spec

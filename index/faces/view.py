@@ -29,9 +29,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-import cards
-import placeholders
-from placeholders import (
+from leanreplay import cards, placeholders
+from leanreplay.placeholders import (
     CHARS_PER_TOKEN,
     ReplayPolicy,
     fold_boundary,

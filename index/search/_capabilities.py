@@ -22,7 +22,7 @@ from typing import Any
 
 import tantivy
 
-from placeholders._checks import check_int
+from leanreplay.placeholders import check_int
 
 from .._errors import InvalidArgumentError
 from ._tantivy import query_text

@@ -20,8 +20,11 @@ from typing import Any
 
 import tantivy
 
-from placeholders import result_slots, tool_calls
-from placeholders._shapes import block_text  # the one content-block text rule
+from leanreplay.placeholders import (
+    block_text,  # the one content-block text rule
+    result_slots,
+    tool_calls,
+)
 
 from .._errors import BusyError
 from .._locks import file_lock

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cards import card_for
+from leanreplay.cards import card_for
 
 from .._errors import home_error
 

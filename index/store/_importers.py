@@ -16,8 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from placeholders import SPLIT_KEY, role_of
-from placeholders._shapes import is_injected_text  # the one list of injected prefixes
+from leanreplay.placeholders import (
+    SPLIT_KEY,
+    is_injected_text,  # the one list of injected prefixes
+    role_of,
+)
 
 from .._errors import ImportFormatError, InvalidArgumentError, NotALogError
 

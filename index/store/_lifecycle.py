@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 from typing import Any
 
-from placeholders import (
+from leanreplay.placeholders import (
     FoldPolicy,
     ReplayPolicy,
     ReplayResult,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 
-from placeholders import content_chars
+from leanreplay.placeholders import content_chars
 
 from .._errors import StoreError, StoreVersionError
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from placeholders import call_inputs, read_call, result_slots
+from leanreplay.placeholders import call_inputs, read_call, result_slots
 
 from .._errors import ConversationNotFoundError, InvalidArgumentError
 from ._attachments import _from_data_url, save_inline

@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from placeholders import SPLIT_KEY, content_chars, role_of
+from leanreplay.placeholders import SPLIT_KEY, content_chars, role_of
 
 from .._errors import (
     BusyError,

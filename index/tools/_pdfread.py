@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from cards import probe_pdf
+from leanreplay.cards import probe_pdf
 
 from .._errors import InvalidArgumentError, WorkspaceError, WrongFileTypeError
 from ._paths import OpenFile

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
-from cards import decode_text_string
+from leanreplay.cards import decode_text_string
 
 from . import _pdfworker
 from ._pdfworker import (

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cards import (
+from leanreplay.cards import (
     Card,
     CardError,
     FileMissingError,
@@ -22,7 +22,7 @@ from cards import (
     human_size,
     quote,
 )
-from cards._text import MAX_LINE_COUNT_BYTES
+from leanreplay.cards._text import MAX_LINE_COUNT_BYTES
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
@@ -265,7 +265,7 @@ def test_any_bytes_give_a_card_or_a_card_error(tmp_path: Path, data: bytes) -> N
 def test_card_for_descriptor_reads_the_open_file_not_the_path(
     tmp_path: Path, samples: Path
 ) -> None:
-    from cards import card_for_descriptor
+    from leanreplay.cards import card_for_descriptor
 
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes((samples / "classic_xref.pdf").read_bytes())

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cards import card_for
-from cards._archive import HEAD_INPUT_BYTES, HEAD_OUTPUT_BYTES
+from leanreplay.cards import card_for
+from leanreplay.cards._archive import HEAD_INPUT_BYTES, HEAD_OUTPUT_BYTES
 
 MODES = {"gz": "w:gz", "bz2": "w:bz2", "xz": "w:xz"}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import mutagen.id3
 import pytest
 
-from cards import card_for
+from leanreplay.cards import card_for
 from tests.conftest import SAMPLES
 
 # MPEG-1 Layer III, 128 kbit/s, 44.1 kHz, stereo: 417-byte frames of silence.

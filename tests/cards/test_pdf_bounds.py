@@ -13,9 +13,9 @@ from pathlib import Path
 import pypdf
 import pytest
 
-from cards import PdfFacts, _pdf, _pdfdoc, _pdffile, _pdfstream, pdf_facts
-from cards._pdfobj import Broken
-from cards._pdfstream import _png_decode
+from leanreplay.cards import PdfFacts, _pdf, _pdfdoc, _pdffile, _pdfstream, pdf_facts
+from leanreplay.cards._pdfobj import Broken
+from leanreplay.cards._pdfstream import _png_decode
 from tests import pdfgen
 from tests.pdfgen import ObjStm, assemble, three_pages
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cards import PdfFacts, pdf_facts
-from cards._pdffile import MAX_STREAM_BYTES
+from leanreplay.cards import PdfFacts, pdf_facts
+from leanreplay.cards._pdffile import MAX_STREAM_BYTES
 from tests.pdfgen import ObjStm, assemble, three_pages
 
 TREE = three_pages()[2]

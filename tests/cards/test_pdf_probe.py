@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cards import _pdffile, card_for, pdf_facts
+from leanreplay.cards import _pdffile, card_for, pdf_facts
 from tests import pdfgen
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cards import PdfFacts, _pdffile, pdf_facts
+from leanreplay.cards import PdfFacts, _pdffile, pdf_facts
 from tests import pdfgen
 from tests.pdfgen import assemble, three_pages
 

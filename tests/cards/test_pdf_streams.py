@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from cards import pdf_facts
-from cards._pdfobj import Broken
-from cards._pdfstream import _byte_sum, _png_decode
+from leanreplay.cards import pdf_facts
+from leanreplay.cards._pdfobj import Broken
+from leanreplay.cards._pdfstream import _byte_sum, _png_decode
 from tests.pdfgen import assemble, three_pages
 
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pypdf._codecs.pdfdoc import _pdfdoc_encoding as PDFDOC
 
-from cards._pdf import decode_text_string
+from leanreplay.cards._pdf import decode_text_string
 
 # Codes PDFDocEncoding leaves undefined (pypdf maps them to NUL; the probe keeps the byte's
 # own code point, or U+FFFD for 0x9F) and NUL itself, which the probe strips at the end.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pypdf
 import pytest
 
-from cards import pdf_facts
+from leanreplay.cards import pdf_facts
 from tests import pdfgen
 from tests.pdfgen import PAGE
 

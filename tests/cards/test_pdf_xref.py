@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cards._pdffile import FREE, _File, _InStream
-from cards._pdfobj import Broken
-from cards._pdfxref import _StreamSection, _TableSection
+from leanreplay.cards._pdffile import FREE, _File, _InStream
+from leanreplay.cards._pdfobj import Broken
+from leanreplay.cards._pdfxref import _StreamSection, _TableSection
 from tests.pdfgen import png_encode
 
 Entry = tuple[int, int, int]  # type, field 2, field 3 (as in an xref stream row)

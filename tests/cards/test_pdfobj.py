@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cards._pdfobj import (
+from leanreplay.cards._pdfobj import (
     MAX_DEPTH,
     Broken,
     Incomplete,

@@ -11,7 +11,7 @@ import pypdf
 import pytest
 from PIL import Image
 
-from cards import card_for, card_for_descriptor
+from leanreplay.cards import card_for, card_for_descriptor
 from tests.conftest import SAMPLES, load_manifest
 
 MANIFEST = load_manifest()

@@ -13,8 +13,8 @@ import python_calamine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cards import card_for
-from cards._table import MAX_HEADER_COLUMNS, MAX_XML_BYTES
+from leanreplay.cards import card_for
+from leanreplay.cards._table import MAX_HEADER_COLUMNS, MAX_XML_BYTES
 from tests import officegen
 from tests.conftest import SAMPLES
 from tests.filetools import replace_member

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cards import card_for
-from index import InvalidArgumentError, NotFoundError, Workspace, WrongFileTypeError
-from index.tools._archives import MIN_MEMBER_BYTES
+from leanreplay.cards import card_for
+from leanreplay.index import InvalidArgumentError, NotFoundError, Workspace, WrongFileTypeError
+from leanreplay.index.tools._archives import MIN_MEMBER_BYTES
 from tests.conftest import SAMPLES
 from tests.filetools import root, sample_workspace
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from index import Workspace
-from placeholders import check_pairing
+from leanreplay.index import Workspace
+from leanreplay.placeholders import check_pairing
 from tests.conftest import SAMPLES
 
 PDF = (SAMPLES / "classic_xref.pdf").read_bytes()

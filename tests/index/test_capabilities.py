@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_types import Tool
 
-from index import InvalidArgumentError, Workspace
-from index.search._capabilities import CapabilityIndex, summary_line, tool_words
+from leanreplay.index import InvalidArgumentError, Workspace
+from leanreplay.index.search._capabilities import CapabilityIndex, summary_line, tool_words
 
 
 def mcp_tool(name: str, description: str = "", **props: str) -> dict[str, Any]:
@@ -291,8 +291,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "lean_start"
 
 
 def _bench_catalogue() -> CapabilityIndex:
-    from index import tool_schemas
-    from index._tools import META_TOOLS
+    from leanreplay.index import tool_schemas
+    from leanreplay.index._tools import META_TOOLS
 
     index = CapabilityIndex([t for t in tool_schemas("mcp") if t["name"] not in META_TOOLS])
     for server in json.loads((BENCH / "catalogue.json").read_text())["servers"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from index import (
+from leanreplay.index import (
     InvalidArgumentError,
     NotAFileError,
     NotFoundError,
@@ -19,7 +19,7 @@ from index import (
     PathError,
     Workspace,
 )
-from index.tools._paths import open_confined
+from leanreplay.index.tools._paths import open_confined
 
 SECRET = "top secret outside the root\n"
 

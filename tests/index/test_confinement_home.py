@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from index import NotFoundError, OutsideRootsError, Workspace
+from leanreplay.index import NotFoundError, OutsideRootsError, Workspace
 from tests.conftest import SAMPLES
 
 PNG = (SAMPLES / "red_64x48.png").read_bytes()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from index import InvalidArgumentError, NotFoundError, OutsideRootsError, StoreError
-from index.tools._paths import (
+from leanreplay.index import InvalidArgumentError, NotFoundError, OutsideRootsError, StoreError
+from leanreplay.index.tools._paths import (
     MAX_PATH_CHARS,
     Roots,
     _kind,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from index import NotFoundError, OutsideRootsError, Workspace
+from leanreplay.index import NotFoundError, OutsideRootsError, Workspace
 
 BENIGN = "benign inside the root"
 SECRET = "secret outside the root"

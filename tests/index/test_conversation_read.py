@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from mcp import Client
 from PIL import Image
 
-from index import InvalidArgumentError, Workspace
-from index.faces.server import build_server
-from placeholders import ReplayPolicy, is_placeholder, result_slots
+from leanreplay.index import InvalidArgumentError, Workspace
+from leanreplay.index.faces.server import build_server
+from leanreplay.placeholders import ReplayPolicy, is_placeholder, result_slots
 from tests.builders import an_call, read_whole, user
 from tests.placeholders.test_replay import parse_call
 

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from index import ConversationNotFoundError, InvalidArgumentError, Workspace, tool_schemas
-from placeholders import ReplayPolicy
+from leanreplay.index import (
+    ConversationNotFoundError,
+    InvalidArgumentError,
+    Workspace,
+    tool_schemas,
+)
+from leanreplay.placeholders import ReplayPolicy
 from tests.builders import (
     an_call,
     an_results,

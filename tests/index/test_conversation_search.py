@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from index import ConversationNotFoundError, InvalidArgumentError, Workspace
+from leanreplay.index import ConversationNotFoundError, InvalidArgumentError, Workspace
 from tests.builders import an_call, an_results, assistant, user
 from tests.placeholders.test_replay import parse_call
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cards import card_for
-from index import InvalidArgumentError, Workspace, WrongFileTypeError
-from index._tools import call_tool
-from index.tools._docs import MIN_MEMBER_BUDGET
+from leanreplay.cards import card_for
+from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
+from leanreplay.index._tools import call_tool
+from leanreplay.index.tools._docs import MIN_MEMBER_BUDGET
 from tests import officegen
 from tests.conftest import SAMPLES
 from tests.filetools import replace_member, root, sample_workspace

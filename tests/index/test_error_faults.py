@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from index import (
+from leanreplay.index import (
     ImportFormatError,
     InvalidArgumentError,
     NotFoundError,
@@ -26,8 +26,8 @@ from index import (
     WorkspaceError,
     WrongFileTypeError,
 )
-from index.faces.cli import cli
-from index.faces.server import build_server
+from leanreplay.index.faces.cli import cli
+from leanreplay.index.faces.server import build_server
 from tests import pdfgen
 from tests.conftest import SAMPLES
 from tests.smallfs import on_small_home
@@ -240,7 +240,7 @@ def test_a_file_where_the_index_folder_belongs_is_a_store_error(tmp_path: Path, 
 
 _SCENARIO = """
 import base64, json, os, sys
-from index import Workspace, WorkspaceError
+from leanreplay.index import Workspace, WorkspaceError
 home, root, mode = sys.argv[1:4]
 if mode == "setup":
     with Workspace(home, [root]) as ws:
@@ -275,7 +275,7 @@ run("ingest", lambda: ws.ingest(os.path.join(root, "other.jsonl")))
 import subprocess
 def cli(name, *args):
     done = subprocess.run(
-        [sys.executable, "-m", "index.cli", "--home", home, "--root", root, *args],
+        [sys.executable, "-m", "leanreplay.index.cli", "--home", home, "--root", root, *args],
         capture_output=True, text=True,
     )
     out[name] = [done.returncode, done.stderr.strip().splitlines()]
@@ -284,7 +284,7 @@ read = {"conversation_id": "conversation", "message_id": "m3"}
 cli("cli_read", "call", "conversation_read", json.dumps(read))
 import anyio
 from mcp import Client
-from index.faces.server import build_server
+from leanreplay.index.faces.server import build_server
 async def mcp():
     async with Client(build_server(ws)) as client:
         search = {"path": "book.pdf", "query": "x"}
@@ -342,7 +342,7 @@ def test_a_full_or_read_only_home_still_reads_and_refuses_writes_clearly(
 
 _FILL_WHILE_OPEN = """
 import json, os, sys
-from index import Workspace, WorkspaceError
+from leanreplay.index import Workspace, WorkspaceError
 home = sys.argv[1]
 ws = Workspace(home)
 ws.append("c", {"role": "user", "content": "first"})

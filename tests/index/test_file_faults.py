@@ -17,10 +17,10 @@ from typing import TypeVar
 
 import pytest
 
-from index import Workspace
-from index.search import _pdfindex
-from index.tools._images import MAX_DECODE_BYTES
-from index.tools._pdftext import MAX_PAGE_CHARS, PAGE_CUT_NOTE
+from leanreplay.index import Workspace
+from leanreplay.index.search import _pdfindex
+from leanreplay.index.tools._images import MAX_DECODE_BYTES
+from leanreplay.index.tools._pdftext import MAX_PAGE_CHARS, PAGE_CUT_NOTE
 from tests import pdfgen
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def _generation(g: int) -> bytes:
 READER = r"""
 import json, random, re, shutil, sys, time
 sys.path.insert(0, sys.argv[1])
-from index import Workspace, WorkspaceError
+from leanreplay.index import Workspace, WorkspaceError
 home, root, seconds = sys.argv[2], sys.argv[3], float(sys.argv[4])
 line = re.compile(r"g\d{4} line (\d{8})x*")
 partial = re.compile(r"(g\d{0,4}( (l(i(n(e( \d{0,8}x*)?)?)?)?)?)?)?")
@@ -271,7 +271,7 @@ def _png16(path: Path, width: int, height: int) -> None:
 VIEWER = r"""
 import json, resource, sys
 sys.path.insert(0, sys.argv[1])
-from index import Workspace
+from leanreplay.index import Workspace
 ws = Workspace(sys.argv[2], [sys.argv[3]])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 result = ws.image_view("deep.png", max_side=512)

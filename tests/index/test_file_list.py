@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import InvalidArgumentError, NotAFileError, OutsideRootsError, Workspace
-from index.faces.cli import cli
-from index.tools._listing import glob_regex
+from leanreplay.index import InvalidArgumentError, NotAFileError, OutsideRootsError, Workspace
+from leanreplay.index.faces.cli import cli
+from leanreplay.index.tools._listing import glob_regex
 from tests.conftest import SAMPLES
 
 

@@ -9,10 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import InvalidArgumentError, Workspace, WrongFileTypeError
-from index.tools import _lines
-from index.tools._lines import BLOCK, MAX_LINE_CHARS, MAX_READ_CHARS, MAX_READ_LINES, LineIndex
-from index.tools._paths import open_confined
+from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
+from leanreplay.index.tools import _lines
+from leanreplay.index.tools._lines import (
+    BLOCK,
+    MAX_LINE_CHARS,
+    MAX_READ_CHARS,
+    MAX_READ_LINES,
+    LineIndex,
+)
+from leanreplay.index.tools._paths import open_confined
 from tests.conftest import SAMPLES
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from index import Workspace
-from placeholders import (
+from leanreplay.index import Workspace
+from leanreplay.placeholders import (
     FoldPolicy,
     OfflineSummarizer,
     call_inputs,
@@ -15,7 +15,7 @@ from placeholders import (
     is_genuine_user,
     result_slots,
 )
-from placeholders._shapes import one_line, text_of
+from leanreplay.placeholders._shapes import one_line, text_of
 from tests.conftest import TRANSCRIPTS, require_transcripts
 
 SESSION = "claude-code-m-claude/f551142a-ef6a-46fd-a3bf-14a924370fb0.jsonl"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from index import ImportFormatError, InvalidArgumentError, Workspace
-from index.store._importers import load
-from placeholders import (
+from leanreplay.index import ImportFormatError, InvalidArgumentError, Workspace
+from leanreplay.index.store._importers import load
+from leanreplay.placeholders import (
     STUB_TEXT,
     ReplayPolicy,
     call_inputs,
@@ -21,7 +21,7 @@ from placeholders import (
     replay,
     result_slots,
 )
-from placeholders._shapes import INJECTED_PREFIXES
+from leanreplay.placeholders._shapes import INJECTED_PREFIXES
 from tests.builders import oa_call, oa_result, read_whole, user
 from tests.conftest import (
     TRANSCRIPTS,

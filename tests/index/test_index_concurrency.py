@@ -14,9 +14,9 @@ from pathlib import Path
 
 import tantivy
 
-from index import Workspace
-from index.search._pdfindex import PageIndex
-from index.tools._paths import fingerprint, open_confined
+from leanreplay.index import Workspace
+from leanreplay.index.search._pdfindex import PageIndex
+from leanreplay.index.tools._paths import fingerprint, open_confined
 from tests import pdfgen
 from tests.builders import user
 
@@ -89,8 +89,8 @@ def test_readers_search_while_another_thread_commits(tmp_path: Path) -> None:
 
 KILLED_INDEXER = """
 import sys, time
-from index import Workspace
-from index.search import _tantivy
+from leanreplay.index import Workspace
+from leanreplay.index.search import _tantivy
 
 original = _tantivy.DerivedIndex.writer
 def slow_writer(self):

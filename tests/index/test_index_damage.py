@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from index import Workspace
+from leanreplay.index import Workspace
 from tests import pdfgen
 from tests.builders import user
 

@@ -13,12 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-from index import Workspace
+from leanreplay.index import Workspace
 from tests.conftest import REPO
 
 _INGEST = """
 import os, sys, time
-from index import Workspace
+from leanreplay.index import Workspace
 home, log, go = sys.argv[1:4]
 if len(sys.argv) > 4:
     open(sys.argv[4], "w").close()  # imported: ready to race

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import Workspace
-from placeholders import (
+from leanreplay.index import Workspace
+from leanreplay.placeholders import (
     FoldPolicy,
     check_pairing,
     compact_turn,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from index import Workspace
-from placeholders import check_pairing, result_slots, tool_calls
+from leanreplay.index import Workspace
+from leanreplay.placeholders import check_pairing, result_slots, tool_calls
 
 
 def _main_chain_records(path: Path) -> list[dict[str, Any]]:

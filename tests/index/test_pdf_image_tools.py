@@ -12,9 +12,9 @@ import pypdf
 import pytest
 from PIL import Image
 
-from index import InvalidArgumentError, Workspace, WrongFileTypeError
-from index.tools import _pdfworker
-from index.tools._paths import fingerprint, open_confined
+from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
+from leanreplay.index.tools import _pdfworker
+from leanreplay.index.tools._paths import fingerprint, open_confined
 from tests import pdfgen
 from tests.conftest import SAMPLES
 

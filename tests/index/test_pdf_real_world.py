@@ -15,10 +15,10 @@ import pypdf
 import pytest
 from mcp import Client
 
-from cards import card_for
-from index import Workspace, WrongFileTypeError
-from index.faces.server import build_server
-from index.tools import _pdfworker
+from leanreplay.cards import card_for
+from leanreplay.index import Workspace, WrongFileTypeError
+from leanreplay.index.faces.server import build_server
+from leanreplay.index.tools import _pdfworker
 from tests import pdfgen
 from tests.conftest import SAMPLES
 
@@ -140,6 +140,6 @@ def test_page_text_has_no_hyphen_artefacts(backend: str, root: Path, tmp_path: P
     ],
 )
 def test_pdf_dates_become_iso_8601(raw: str, iso: str) -> None:
-    from index.tools._pdftext import pdf_date_iso
+    from leanreplay.index.tools._pdftext import pdf_date_iso
 
     assert pdf_date_iso(raw) == iso

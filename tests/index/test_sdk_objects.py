@@ -17,8 +17,8 @@ from openai.types.responses import (
     ResponseReasoningItem,
 )
 
-from index import Workspace
-from placeholders import ReplayPolicy, for_provider
+from leanreplay.index import Workspace
+from leanreplay.placeholders import ReplayPolicy, for_provider
 from tests.sdk_types import assert_valid
 
 BIG = "line of a long tool output\n" * 200  # stale and large: becomes a placeholder

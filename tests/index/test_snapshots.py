@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import Workspace
-from index._workspace import SNAPSHOTS_KEPT
-from placeholders import CHARS_PER_TOKEN, FoldPolicy, ReplayPolicy, content_chars
+from leanreplay.index import Workspace
+from leanreplay.index._workspace import SNAPSHOTS_KEPT
+from leanreplay.placeholders import CHARS_PER_TOKEN, FoldPolicy, ReplayPolicy, content_chars
 from tests.builders import conversations
 
 
@@ -158,7 +158,7 @@ def observed_growth(
     ws: Workspace, cid: str, messages: list[dict[str, Any]]
 ) -> list[tuple[int, int, int]]:
     """Append message by message; replay after each turn (what bench_fold.py measures)."""
-    from placeholders import is_genuine_user
+    from leanreplay.placeholders import is_genuine_user
 
     out = []
     total = 0

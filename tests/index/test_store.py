@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from index import ConversationNotFoundError, InvalidArgumentError, Workspace
-from placeholders import check_pairing, result_slots
+from leanreplay.index import ConversationNotFoundError, InvalidArgumentError, Workspace
+from leanreplay.placeholders import check_pairing, result_slots
 from tests.builders import an_call, an_results, conversations, read_whole, user
 from tests.placeholders.test_replay import parse_call
 
@@ -193,7 +193,7 @@ def test_two_processes_appending_to_one_conversation_lose_nothing(tmp_path: Path
 
 WRITER = """
 import sys
-from index import Workspace
+from leanreplay.index import Workspace
 ws = Workspace(sys.argv[1])
 for i in range(100000):
     ws.append("c", {"role": "user", "content": f"msg-{i}"})

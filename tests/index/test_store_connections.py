@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from index import Workspace
-from index.store._store import BUSY_TIMEOUT_S, Store
+from leanreplay.index import Workspace
+from leanreplay.index.store._store import BUSY_TIMEOUT_S, Store
 from tests.conftest import REPO
 from tests.index.test_store_migrations import TURN1, legacy_store
 from tests.smallfs import on_small_home
@@ -114,8 +114,8 @@ def test_processes_creating_one_home_at_once(tmp_path: Path) -> None:
 _SCENARIO = """
 import json, os, sqlite3, sys
 sys.path.insert(0, sys.argv[2])
-from index import WorkspaceError
-from index.store._store import Store
+from leanreplay.index import WorkspaceError
+from leanreplay.index.store._store import Store
 from tests.index.test_store_connections import settings
 from tests.index.test_store_migrations import TURN1, legacy_store
 home, step = sys.argv[1], sys.argv[3]

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from index import ImportFormatError, StoreError, StoreVersionError, Workspace
-from index.faces.cli import cli
-from index.store._migrations import LATEST, MIGRATIONS, Migration, migrate
-from index.store._store import Store, encode_message
+from leanreplay.index import ImportFormatError, StoreError, StoreVersionError, Workspace
+from leanreplay.index.faces.cli import cli
+from leanreplay.index.store._migrations import LATEST, MIGRATIONS, Migration, migrate
+from leanreplay.index.store._store import Store, encode_message
 
 # 32b331f (turn 1): no store id, no attachments, no sizes.
 TURN1 = """

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from index.store._attachments import SavedAttachment
-from index.store._store import Store
+from leanreplay.index.store._attachments import SavedAttachment
+from leanreplay.index.store._store import Store
 
 RACE_WAIT_S = 3.0
 LOG = [

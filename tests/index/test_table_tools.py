@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from index import (
+from leanreplay.index import (
     InvalidArgumentError,
     OutsideRootsError,
     Workspace,
     WrongFileTypeError,
 )
-from index._tools import call_tool
-from index.tools import _tables
-from index.tools._lines import BLOCK
-from index.tools._tables import MAX_QUERY_ROWS, MAX_TABLE_ROWS
+from leanreplay.index._tools import call_tool
+from leanreplay.index.tools import _tables
+from leanreplay.index.tools._lines import BLOCK
+from leanreplay.index.tools._tables import MAX_QUERY_ROWS, MAX_TABLE_ROWS
 from tests.conftest import SAMPLES
 from tests.filetools import root, sample_workspace
 from tests.make_samples import NOTES, SALES

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from placeholders import (
+from leanreplay.placeholders import (
     INPUT_MARKER,
     PLACEHOLDER_MARKER,
     FoldPolicy,
@@ -224,7 +224,7 @@ def test_eager_elisions_stay_when_a_new_exchange_begins() -> None:
     # A long single-task exchange ages its results by turns; a new genuine user message then
     # makes that exchange one of the last two, whose results are not stale by exchanges.
     # What a request elided must stay elided: bringing originals back rewrites the cache.
-    from placeholders import ReplayPolicy, replay
+    from leanreplay.placeholders import ReplayPolicy, replay
     from tests.builders import an_call, an_results, assistant, user, with_ids
 
     messages = [user("fix the bug")]

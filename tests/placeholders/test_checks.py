@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from index import InvalidArgumentError
-from placeholders import PlaceholderError
-from placeholders._checks import check_int
+from leanreplay.index import InvalidArgumentError
+from leanreplay.placeholders import PlaceholderError
+from leanreplay.placeholders._checks import check_int
 from tests.conftest import REPO
 
 

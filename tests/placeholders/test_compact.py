@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from index import Workspace
-from placeholders import (
+from leanreplay.index import Workspace
+from leanreplay.placeholders import (
     CHARS_PER_TOKEN,
     OfflineSummarizer,
     PlaceholderError,
@@ -177,7 +177,7 @@ def test_summary_and_continuation_reminder() -> None:
 
 
 def test_placeholders_are_never_truncated_again() -> None:
-    from placeholders import is_placeholder, replay
+    from leanreplay.placeholders import is_placeholder, replay
 
     messages = heavy_turn()
     # An old exchange whose big result already became a placeholder.

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from placeholders import check_pairing
+from leanreplay.placeholders import check_pairing
 from tests.builders import an_call, an_results, assistant, oa_call, oa_result, user
 
 CASES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {

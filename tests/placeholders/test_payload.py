@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from placeholders import InvalidMessagesError, for_provider, replay
+from leanreplay.placeholders import InvalidMessagesError, for_provider, replay
 from tests.builders import an_call, an_results, assistant, oa_call, oa_result, user, with_ids
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placeholders import (
+from leanreplay.placeholders import (
     INPUT_MARKER,
     PLACEHOLDER_MARKER,
     InvalidMessagesError,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from placeholders import (
+from leanreplay.placeholders import (
     InvalidMessagesError,
     ReplayPolicy,
     content_chars,

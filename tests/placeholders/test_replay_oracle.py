@@ -42,8 +42,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from index import Workspace
-from placeholders import ReplayPolicy, repair_pairing, replay
+from leanreplay.index import Workspace
+from leanreplay.placeholders import ReplayPolicy, repair_pairing, replay
 from tests.builders import an_call, an_results, assistant, conversations, oa_call, user, with_ids
 
 RESULT_MARKER = "[elided tool result]"

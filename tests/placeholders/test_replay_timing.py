@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placeholders import ReplayPolicy, replay
+from leanreplay.placeholders import ReplayPolicy, replay
 from tests.builders import assistant, conversations, oa_call, oa_result, user, with_ids
 from tests.placeholders.test_replay_oracle import eligible, genuine_user, request_ends, turn_starts
 

@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from index.search._convindex import message_text
-from placeholders import result_slots
-from placeholders._shapes import block_text, text_of, text_parts
+from leanreplay.index.search._convindex import message_text
+from leanreplay.placeholders import result_slots
+from leanreplay.placeholders._shapes import block_text, text_of, text_parts
 
 TEXT = st.text(alphabet="abc xyz", min_size=1, max_size=8)
 BLOCKS = st.one_of(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placeholders import PairWindow, PairWindowError, last_turns
+from leanreplay.placeholders import PairWindow, PairWindowError, last_turns
 from tests.builders import an_results, assistant, oa_call, oa_result, user
 
 
