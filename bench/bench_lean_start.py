@@ -41,7 +41,7 @@ from mcp.client.stdio import StdioServerParameters
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from leanreplay.index import tool_schemas
-from leanreplay.index._tools import META_TOOLS
+from leanreplay.index._workspace import META_TOOLS
 from leanreplay.index.search._capabilities import CapabilityIndex
 
 HERE = Path(__file__).resolve().parent / "lean_start"

@@ -1,16 +1,26 @@
 """Attachment cards: a one-line description of a file that stands in for its content.
 
->>> from cards import card_for
+>>> from leanreplay.cards import card_for
 >>> card = card_for("report.pdf")
 >>> card.render()   # one escaped line: name, path, type, size, facts, tools
 >>> card.to_dict()  # name, path, mime, kind, size, facts, tools, warnings
 """
 
-from ._card import TOOLS_BY_KIND, Card, card_for, card_for_descriptor, human_size, pdf_facts, quote
+from ._card import (
+    CARD_TOOLS,
+    TOOLS_BY_KIND,
+    Card,
+    card_for,
+    card_for_descriptor,
+    human_size,
+    pdf_facts,
+    quote,
+)
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
 from ._pdf import PdfFacts, decode_text_string, probe_pdf
 
 __all__ = [
+    "CARD_TOOLS",
     "Card",
     "CardError",
     "FileMissingError",

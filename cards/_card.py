@@ -22,6 +22,7 @@ from ._table import TABLE_TOOLS, csv_facts, parquet_facts, table_format, workboo
 from ._text import text_codec, text_facts
 
 __all__ = [
+    "CARD_TOOLS",
     "TOOLS_BY_KIND",
     "Card",
     "card_for",
@@ -36,6 +37,11 @@ TOOLS_BY_KIND: Mapping[str, tuple[str, ...]] = {
     "text": ("file_read", "file_search"),
     "image": ("image_view",),
 }
+# Every tool a card may name ("read with: ..."); each must be a tool the workspace registers
+# (a test checks), and the MCP server's instructions list them.
+CARD_TOOLS: frozenset[str] = frozenset(
+    (*(t for tools in TOOLS_BY_KIND.values() for t in tools), *ARCHIVE_TOOLS, *DOC_TOOLS)
+) | frozenset(TABLE_TOOLS)
 _ZIP_CONTAINERS = ("archive", "document")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
 

@@ -1,6 +1,6 @@
 """The embedded store, the Tantivy index and the on-demand tools behind them.
 
-    >>> from index import Workspace
+    >>> from leanreplay.index import Workspace
     >>> ws = Workspace("~/.local/share/leanreplay", roots=["~/project"])
     >>> mid = ws.append("c1", {"role": "user", "content": "Why did the build fail?"})
     >>> ws.replay("c1").messages            # cards, fold summary, placeholders applied
@@ -8,8 +8,9 @@
     >>> ws.conversation_read("c1", mid)     # the original, a page of 40,000 chars at a time
     >>> ws.messages("c1")                   # the stored originals, byte-exact
 
-`Workspace` is the facade. Every model-facing tool is one typed method (``TOOL_NAMES``);
-`tool_schemas` exports them for function calling. Errors derive from `WorkspaceError`.
+`Workspace` is the facade. Every model-facing tool is one typed method marked `@tool`
+(``TOOL_NAMES``, in definition order); a subclass adds a tool with one more. `tool_schemas`
+exports them for function calling. Errors derive from `WorkspaceError`.
 """
 
 import sys as _sys
@@ -35,8 +36,8 @@ from ._errors import (
     WorkspaceError,
     WrongFileTypeError,
 )
-from ._tools import TOOL_NAMES, tool_schemas
-from ._workspace import FoldResult, Workspace
+from ._tools import tool
+from ._workspace import TOOL_NAMES, FoldResult, Workspace, tool_schemas
 from .store._importers import FORMATS
 from .store._ingest import FileReport, IngestReport
 from .store._store import ConversationInfo
@@ -63,5 +64,6 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "WrongFileTypeError",
+    "tool",
     "tool_schemas",
 ]

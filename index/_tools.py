@@ -1,38 +1,40 @@
-"""One definition per tool: the typed `Workspace` method. The argument validation, the CLI
-``call`` command, the MCP server and the exported function-calling schemas all derive from
-its signature and docstring; `call_tool` is the one path a call by name takes (CLI and MCP).
+"""One definition per tool: a `Workspace` method marked with `@tool`. The argument validation,
+the CLI ``call`` command, the MCP server (its tools and instructions) and the exported
+function-calling schemas all derive from its signature and docstring; `call_tool` is the one
+path a call by name takes (CLI and MCP).
 
-Adding a tool is one typed method on `Workspace` and one line in `TOOL_NAMES`.
+Adding a tool is one decorated method: `tools_of` collects a class's tools in definition
+order, a subclass's after its bases'. This module knows nothing of `Workspace` itself (it
+imports this one), so the two cannot import each other.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
-from collections.abc import Callable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, TypeVar, overload
 
 import pydantic
 
 from ._errors import InvalidArgumentError
 from .tools._pdftext import ProgressCallback
 
-if TYPE_CHECKING:
-    from ._workspace import Workspace
-
 __all__ = [
-    "META_TOOLS",
-    "TOOL_NAMES",
+    "SCHEMA_FORMATS",
     "ToolSpec",
     "call_tool",
     "current_conversation",
     "current_progress",
-    "tool_schemas",
-    "tool_spec",
+    "schemas",
+    "tool",
+    "tools_of",
 ]
 
 # The progress hook of the tool call running in this context. A context variable rather than
@@ -72,34 +74,72 @@ def reporting_progress(
 
 MAX_INT = 2**63 - 1  # larger integers in tool arguments are refused before any use
 
-# The model-facing tools, in the order they are listed.
-TOOL_NAMES = (
-    "pdf_info",
-    "pdf_search",
-    "pdf_read",
-    "file_read",
-    "file_search",
-    "image_view",
-    "table_read",
-    "table_query",
-    "doc_read",
-    "doc_search",
-    "archive_list",
-    "file_list",
-    "conversation_read",
-    "conversation_search",
-    "tool_search",
-    "tool_activate",
-)
-# The capability index's own tools: always in the request, never in the index.
-META_TOOLS = frozenset({"tool_search", "tool_activate"})
+# The function-calling shapes `schemas` writes: OpenAI Chat Completions tools, OpenAI
+# Responses API function tools, Anthropic Messages tools, MCP tool definitions.
+SCHEMA_FORMATS = ("openai", "openai-responses", "anthropic", "mcp")
+
+_MARK = "__leanreplay_tool__"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
+class _Marks:
+    meta: bool
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, meta: bool = False) -> Callable[[F], F]: ...
+def tool(fn: F | None = None, /, *, meta: bool = False) -> F | Callable[[F], F]:
+    """Mark a method as a model-facing tool: its name, typed signature (``Annotated[...,
+    Field(description=...)]`` per argument) and the first paragraph of its docstring are the
+    tool's definition everywhere.
+
+    Args:
+        meta: a tool of the capability index (`tool_search`, `tool_activate`): always in the
+            request's tools list, never in the index itself.
+    """
+
+    def mark(f: F) -> F:
+        setattr(f, _MARK, _Marks(meta=meta))
+        return f
+
+    return mark if fn is None else mark(fn)
+
+
+@dataclasses.dataclass(frozen=True)
 class ToolSpec:
+    """One registered tool: its name, the method that defines it and what derives from it."""
+
     name: str
-    description: str
-    arguments: type[pydantic.BaseModel]
+    function: Callable[..., Any]
+    meta: bool = False
+
+    @property
+    def description(self) -> str:
+        """The model-facing description: the first paragraph of the docstring, one line."""
+        doc = inspect.getdoc(self.function) or ""
+        return doc.split("\n\n")[0].replace("\n", " ").strip()
+
+    @cached_property
+    def arguments(self) -> type[pydantic.BaseModel]:
+        """The arguments as a strict pydantic model built from the signature."""
+        hints = typing.get_type_hints(self.function, include_extras=True)
+        fields: dict[str, Any] = {}
+        for param in list(inspect.signature(self.function).parameters.values())[1:]:
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (hints[param.name], default)
+        return pydantic.create_model(
+            f"{self.name}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid", strict=True),
+            **fields,
+        )
+
+    @property
+    def reads_files(self) -> bool:
+        """Whether the tool takes a ``path`` (a file or folder inside the roots)."""
+        return "path" in inspect.signature(self.function).parameters
 
     def input_schema(self) -> dict[str, Any]:
         schema = self.arguments.model_json_schema()
@@ -109,68 +149,73 @@ class ToolSpec:
         return schema
 
 
-def _description(fn: Callable[..., Any]) -> str:
-    doc = inspect.getdoc(fn) or ""
-    return doc.split("\n\n")[0].replace("\n", " ").strip()
+_registries: weakref.WeakKeyDictionary[type, Mapping[str, ToolSpec]] = weakref.WeakKeyDictionary()
 
 
-@cache
-def tool_spec(name: str) -> ToolSpec:
-    """The spec of one tool; raises InvalidArgumentError for an unknown name."""
-    if name not in TOOL_NAMES:
-        raise InvalidArgumentError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
-    from ._workspace import Workspace
-
-    fn = getattr(Workspace, name)
-    hints = typing.get_type_hints(fn, include_extras=True)
-    fields: dict[str, Any] = {}
-    for param in list(inspect.signature(fn).parameters.values())[1:]:
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (hints[param.name], default)
-    model = pydantic.create_model(
-        f"{name}_arguments",
-        __config__=pydantic.ConfigDict(extra="forbid", strict=True),
-        **fields,
-    )
-    return ToolSpec(name, _description(fn), model)
+def tools_of(cls: type) -> Mapping[str, ToolSpec]:
+    """The tools of a class, by name, in definition order (a base's first; a subclass that
+    redefines a tool keeps its place)."""
+    known = _registries.get(cls)
+    if known is not None:
+        return known
+    found: dict[str, ToolSpec] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            marks = getattr(value, _MARK, None)
+            if isinstance(marks, _Marks):
+                found[name] = ToolSpec(name, value, marks.meta)
+    registry = _registries[cls] = MappingProxyType(found)
+    return registry
 
 
-def tool_schemas(format: str = "mcp") -> list[dict[str, Any]]:
-    """Schemas of every tool for ``openai``, ``anthropic`` or ``mcp`` function calling."""
-    out = []
-    for name in TOOL_NAMES:
-        spec = tool_spec(name)
+def _spec(tools: Mapping[str, ToolSpec], name: str) -> ToolSpec:
+    if not isinstance(name, str) or name not in tools:
+        raise InvalidArgumentError(f"unknown tool {name!r}; the tools are {', '.join(tools)}")
+    return tools[name]
+
+
+def schemas(tools: Iterable[ToolSpec], format: str = "mcp") -> list[dict[str, Any]]:
+    """Schemas of ``tools`` in one of `SCHEMA_FORMATS`."""
+    if format not in SCHEMA_FORMATS:
+        raise InvalidArgumentError(
+            f"format must be {', '.join(SCHEMA_FORMATS[:-1])} or {SCHEMA_FORMATS[-1]}, "
+            f"got {format!r}"
+        )
+    out: list[dict[str, Any]] = []
+    for spec in tools:
         schema = spec.input_schema()
         if format == "openai":
+            function = {"name": spec.name, "description": spec.description, "parameters": schema}
+            out.append({"type": "function", "function": function})
+        elif format == "openai-responses":
+            # The Responses API's FunctionToolParam; strict mode would demand every property
+            # be required, which optional arguments with defaults are not.
             out.append(
                 {
                     "type": "function",
-                    "function": {
-                        "name": name,
-                        "description": spec.description,
-                        "parameters": schema,
-                    },
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": schema,
+                    "strict": False,
                 }
             )
         elif format == "anthropic":
-            out.append({"name": name, "description": spec.description, "input_schema": schema})
-        elif format == "mcp":
+            out.append({"name": spec.name, "description": spec.description, "input_schema": schema})
+        else:
             out.append(
                 {
-                    "name": name,
+                    "name": spec.name,
                     "description": spec.description,
                     "inputSchema": schema,
                     "annotations": {"readOnlyHint": True},
                 }
             )
-        else:
-            raise InvalidArgumentError(f"format must be openai, anthropic or mcp, got {format!r}")
     return out
 
 
-def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
+def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
     """Check tool arguments against the signature; errors say which argument and why."""
-    spec = tool_spec(name)
+    name = spec.name
     if not isinstance(arguments, Mapping):
         raise InvalidArgumentError(
             f"{name} takes a JSON object of arguments, got {type(arguments).__name__}"
@@ -197,7 +242,7 @@ def validate_arguments(name: str, arguments: object) -> dict[str, Any]:
 
 
 def call_tool(
-    workspace: Workspace,
+    workspace: object,
     name: str,
     arguments: object,
     *,
@@ -216,6 +261,7 @@ def call_tool(
     Raises:
         InvalidArgumentError: an unknown tool, or arguments that do not fit its signature.
     """
-    values = validate_arguments(name, arguments)
+    spec = _spec(tools_of(type(workspace)), name)
+    values = validate_arguments(spec, arguments)
     with reporting_progress(progress, conversation_id):
-        return getattr(workspace, name)(**values)
+        return getattr(workspace, spec.name)(**values)

@@ -22,6 +22,7 @@ from .index import (
     IngestReport,
     Workspace,
     WorkspaceError,
+    tool,
     tool_schemas,
 )
 from .placeholders import (
@@ -71,5 +72,6 @@ __all__ = [
     "last_turns",
     "parse_read_call",
     "replay",
+    "tool",
     "tool_schemas",
 ]

@@ -1,6 +1,6 @@
 """The replay transformer: lean, deterministic replays that never break tool-call pairing.
 
->>> from placeholders import replay, ReplayPolicy, check_pairing
+>>> from leanreplay.placeholders import replay, ReplayPolicy, check_pairing
 >>> result = replay(messages, conversation_id="c1")
 >>> result.messages      # same shape as given; stale big tool results are placeholders
 >>> check_pairing(result.messages)

@@ -159,16 +159,30 @@ ROOMS = {
     "leanreplay.index.store": (
         "leanreplay.index.tools",
         "leanreplay.index.search",
+        "leanreplay.index.lifecycle",
         "leanreplay.index.faces",
         "leanreplay.index._workspace",
     ),
     "leanreplay.index.tools": (
         "leanreplay.index.store",
         "leanreplay.index.search",
+        "leanreplay.index.lifecycle",
         "leanreplay.index.faces",
         "leanreplay.index._workspace",
     ),
-    "leanreplay.index.search": ("leanreplay.index.faces", "leanreplay.index._workspace"),
+    "leanreplay.index.search": (
+        "leanreplay.index.lifecycle",
+        "leanreplay.index.faces",
+        "leanreplay.index._workspace",
+    ),
+    "leanreplay.index.lifecycle": (
+        "leanreplay.index.tools",
+        "leanreplay.index.search",
+        "leanreplay.index.faces",
+        "leanreplay.index._workspace",
+    ),
+    # The tool registry: the workspace imports it, never the other way round.
+    "leanreplay.index._tools": ("leanreplay.index._workspace", "leanreplay.index.faces"),
 }
 
 

@@ -22,13 +22,12 @@ import click
 from leanreplay import cards
 from leanreplay.index import (
     FORMATS,
-    TOOL_NAMES,
     StoreError,
     Workspace,
     WorkspaceError,
     tool_schemas,
 )
-from leanreplay.index._tools import tool_spec
+from leanreplay.index._tools import SCHEMA_FORMATS, tools_of
 from leanreplay.index.store._home import check_home
 from leanreplay.placeholders import (
     DEFAULT_MIN_CHARS,
@@ -415,7 +414,8 @@ class ToolsHelp(click.Command):
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Tools"):
-            formatter.write_dl([(name, tool_spec(name).description) for name in TOOL_NAMES])
+            tools = tools_of(Workspace).values()
+            formatter.write_dl([(spec.name, spec.description) for spec in tools])
         formatter.write_paragraph()
         formatter.write_text("Each tool's arguments: `leanreplay tools --format mcp`.")
 
@@ -657,7 +657,7 @@ def view(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["openai", "anthropic", "mcp"]),
+    type=click.Choice(SCHEMA_FORMATS),
     default="openai",
     show_default=True,
 )

@@ -35,8 +35,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from .._errors import InvalidArgumentError
+from .._tools import tools_of
 from .._workspace import Workspace
-from .server import INSTRUCTIONS, HttpPolicy, WorkspaceServer, http_app
+from .server import HttpPolicy, WorkspaceServer, http_app, server_instructions
 
 __all__ = [
     "GatewayServer",
@@ -328,7 +329,8 @@ class GatewayServer(WorkspaceServer):
             notes += "\n\nServers that failed to start (their tools are missing):\n" + "\n".join(
                 down
             )
-        super().__init__(workspace, instructions=f"{INSTRUCTIONS}\n\n{notes}")
+        ours = server_instructions(tools_of(type(workspace)).values())
+        super().__init__(workspace, instructions=f"{ours}\n\n{notes}")
         self.upstreams = upstreams
         self.routes = routes
 

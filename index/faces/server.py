@@ -21,7 +21,7 @@ import re
 import socket
 import urllib.parse
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, cast
 
 import anyio
@@ -52,7 +52,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from leanreplay import cards, placeholders
 
 from .._errors import WorkspaceError
-from .._tools import TOOL_NAMES, tool_spec
+from .._tools import ToolSpec, tools_of
 from .._workspace import Workspace
 from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, is_loopback
 
@@ -68,15 +68,23 @@ __all__ = [
     "is_loopback",
     "serve_http",
     "serve_stdio",
+    "server_instructions",
 ]
 
-INSTRUCTIONS = (
-    "leanreplay keeps the conversation lean: attachments appear as one-line cards and old tool "
-    "output as placeholders. Each placeholder names the exact conversation_read call that "
-    "returns the original; cards name the tool that reads the file (pdf_info, pdf_search, "
-    "pdf_read, file_read, file_search, image_view, table_read, table_query, doc_read, "
-    "doc_search, archive_list); file_list lists a folder as cards. Read only what you need."
-)
+
+def server_instructions(tools: Iterable[ToolSpec]) -> str:
+    """The server's MCP instructions: how placeholders and cards name the tools, with the
+    registered tools that cards name, in their order."""
+    named = ", ".join(t.name for t in tools if t.name in cards.CARD_TOOLS)
+    return (
+        "leanreplay keeps the conversation lean: attachments appear as one-line cards and old "
+        "tool output as placeholders. Each placeholder names the exact conversation_read call "
+        f"that returns the original; cards name the tool that reads the file ({named}); "
+        "file_list lists a folder as cards. Read only what you need."
+    )
+
+
+INSTRUCTIONS = server_instructions(tools_of(Workspace).values())
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -114,10 +122,6 @@ NO_CLIENT_ROOTS = (
 )
 
 
-def _reads_files(name: str) -> bool:
-    return "path" in tool_spec(name).arguments.model_fields
-
-
 def _root_paths(result: ListRootsResult) -> list[str]:
     """Local folders of ``file://`` roots (others, such as ``https://``, name no folder)."""
     paths = []
@@ -143,17 +147,20 @@ class WorkspaceServer(MCPServer):
         self,
         workspace: Workspace,
         *,
-        instructions: str = INSTRUCTIONS,
+        instructions: str | None = None,
         client_roots: bool = False,
     ) -> None:
+        self.workspace_tools = tools_of(type(workspace))
+        if instructions is None:
+            instructions = server_instructions(self.workspace_tools.values())
         super().__init__(name="leanreplay", instructions=instructions, version=_version())
         self.workspace = workspace
         self.client_roots = client_roots
-        for name in TOOL_NAMES:
+        for spec in self.workspace_tools.values():
             self.add_tool(
-                getattr(workspace, name),
-                name=name,
-                description=tool_spec(name).description,
+                getattr(workspace, spec.name),
+                name=spec.name,
+                description=spec.description,
                 annotations=READ_ONLY,
                 structured_output=False,
             )
@@ -162,10 +169,11 @@ class WorkspaceServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
         """Run a workspace tool through `Workspace.call` (validation, hooks, errors)."""
-        if name not in TOOL_NAMES:
+        spec = self.workspace_tools.get(name)
+        if spec is None:
             return await super().call_tool(name, arguments, context)
         roots: list[str] | None = None
-        if self.client_roots and _reads_files(name):
+        if self.client_roots and spec.reads_files:
             asked = await self._roots_of_client(context)
             if isinstance(asked, InputRequiredResult):
                 return asked

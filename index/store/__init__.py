@@ -1,7 +1,7 @@
 """The store room: conversations in SQLite (append-only, byte-exact originals) with its named
 schema migrations (`_migrations`: a new step per change, recorded in the store), the importers
 that turn agent logs into stored messages, inline attachments saved by content hash, and the
-fold lifecycle with its event log.
+paged reads of the originals.
 
 May import: `index._errors`, `index._locks`, `cards`, `placeholders`. Never `index.tools`,
 `index.search` or `index.faces`.

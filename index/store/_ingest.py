@@ -9,9 +9,15 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._errors import ConversationNotFoundError, IngestError, WorkspaceError
+from .._errors import (
+    ConversationNotFoundError,
+    ImportFormatError,
+    IngestError,
+    InvalidArgumentError,
+    WorkspaceError,
+)
 from ._attachments import AttachmentSaver
-from ._importers import LOG_SUFFIXES, NotALogError, load
+from ._importers import FORMATS, LOG_SUFFIXES, NotALogError, load
 from ._store import Store, check_id
 
 __all__ = [
@@ -20,6 +26,7 @@ __all__ = [
     "IngestReport",
     "IngestStatus",
     "ingest_file",
+    "ingest_paths",
     "log_files",
 ]
 
@@ -208,3 +215,64 @@ def ingest_file(
     status: IngestStatus = "imported" if new else "appended" if added else "unchanged"
     fmt = formats[0] if formats else None
     return FileReport(source, status, tuple(ids), added, fmt, tuple(dict.fromkeys(notes)))
+
+
+def ingest_paths(
+    store: Store,
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    format: str,
+    conversation_id: str | None,
+    errors: str,
+    progress: Callable[[int, int, str], None] | None,
+    allowed: Collection[str] | None,
+    attachments_dir: str,
+    fold: Callable[[str, int], object] | None,
+) -> IngestReport:
+    """`Workspace.ingest`: import every log the paths name, then raise for the refusals (or
+    report them, with ``errors="report"``)."""
+    if format not in FORMATS:
+        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if errors not in ("raise", "report"):
+        raise InvalidArgumentError(f'errors must be "raise" or "report", got {errors!r}')
+    if conversation_id is not None:
+        check_id("conversation_id", conversation_id)
+    files = list(log_files(paths))
+    if conversation_id is not None and len(files) != 1:
+        raise InvalidArgumentError(
+            f"a conversation id names one conversation, but the paths name {len(files)} "
+            "files; ingest that one file alone, or leave the id out"
+        )
+    reports = []
+    for done, (path, in_folder, problem) in enumerate(files):
+        if progress is not None:
+            progress(done, len(files), path)
+        if problem is not None:
+            error = ImportFormatError(f"{path}: {problem}")
+            reports.append(FileReport(path, "refused", reason=problem, error=error))
+            continue
+        reports.append(
+            ingest_file(
+                store,
+                path,
+                in_folder,
+                format=format,
+                conversation_id=conversation_id,
+                allowed=allowed,
+                attachments_dir=attachments_dir,
+                fold=fold,
+            )
+        )
+    if progress is not None:
+        progress(len(files), len(files), "")
+    report = IngestReport(tuple(reports))
+    if errors == "raise" and report.refused:
+        refused = report.refused
+        if len(refused) == 1 and refused[0].error is not None:
+            raise refused[0].error
+        raise IngestError(
+            f"{len(refused)} of {len(reports)} files refused: "
+            + "; ".join(str(f.error or f.reason) for f in refused),
+            report,
+        )
+    return report

@@ -19,7 +19,7 @@ from leanreplay.placeholders import call_inputs, read_call, result_slots
 
 from .._errors import ConversationNotFoundError, InvalidArgumentError
 from ._attachments import _from_data_url, save_inline
-from ._store import check_id
+from ._store import Store, check_id
 
 __all__ = [
     "MAX_PAGE_IMAGES",
@@ -28,6 +28,7 @@ __all__ = [
     "next_read_call",
     "original",
     "page",
+    "read_original",
     "readable",
 ]
 
@@ -206,3 +207,40 @@ def page(
     answer = envelope(unit.text[offset:end], end if end < total else None)
     answer["images"] = [unit.images[i] for i in shown]
     return answer
+
+
+def read_original(
+    store: Store,
+    cid: str,
+    mid: str,
+    tool_call_id: str | None,
+    part: str | None,
+    offset: int,
+    max_chars: int,
+    attachments_dir: str,
+) -> dict[str, Any]:
+    """`conversation_read`: the page at ``offset`` of the original a placeholder names (the
+    message, one tool result, or with ``part="input"`` one tool input), with the `next` call.
+    """
+    message = store.message(cid, mid).message()
+    fields, value = original(message, mid, tool_call_id, part)
+    head = {"conversation_id": cid, "message_id": mid, "role": message.get("role"), **fields}
+    unit = readable(value, attachments_dir)
+    if offset > len(unit.text):
+        raise InvalidArgumentError(
+            f"offset {offset} is past the end: the original text has {len(unit.text):,} "
+            "chars; start again at offset 0"
+        )
+
+    def envelope(content: str, next_offset: int | None) -> dict[str, Any]:
+        nxt = None if next_offset is None else next_read_call(cid, mid, head, next_offset)
+        return {
+            **head,
+            "format": unit.format,
+            "offset": offset,
+            "total_chars": len(unit.text),
+            "content": content,
+            "next": nxt,
+        }
+
+    return page(unit, offset, max_chars, envelope)

@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import html.parser
 import io
+import json
 import os
 import posixpath
 import re
@@ -23,10 +24,20 @@ from typing import IO, Any
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-from .._errors import WrongFileTypeError
+from .._errors import InvalidArgumentError, WrongFileTypeError
+from ._kinds import card_fact
 from ._paths import OpenFile
+from ._pdfread import MAX_PDF_READ_CHARS
+from ._tables import parse_rows
 
-__all__ = ["MAX_PART_CHARS", "MAX_RATIO", "MIN_MEMBER_BUDGET", "iter_parts"]
+__all__ = [
+    "MAX_PART_CHARS",
+    "MAX_RATIO",
+    "MIN_MEMBER_BUDGET",
+    "document_format",
+    "iter_parts",
+    "read_parts",
+]
 
 MAX_PART_CHARS = 40_000  # a longer part is cut with a marker
 MAX_RATIO = 200  # decompressed / compressed bytes allowed per zip member
@@ -547,3 +558,55 @@ def iter_parts(f: OpenFile, fmt: str, first: int = 1) -> Generator[str, None, No
             raise WrongFileTypeError(f"{f.path!r}: no reader for {fmt!r}")
     finally:
         z.close()
+
+
+def document_format(f: OpenFile) -> str:
+    """The document format of ``f`` as its card found it; any other file is refused with the
+    tools that read it."""
+    kinds = "docx, pptx, odt, odp, epub, html, markdown"
+    return card_fact(f, "document", f"a document ({kinds})")[0]
+
+
+def read_parts(f: OpenFile, part: str) -> dict[str, Any]:
+    """`doc_read`: parts ``"N"`` or ``"A-B"`` of the document ``f``, at most
+    `MAX_PDF_READ_CHARS` of text (a first part longer than that comes whole, cut at
+    `MAX_PART_CHARS`), with the `next` call; a part that cannot be read ends the answer with a
+    note."""
+    first, last = parse_rows(part)
+    fmt = document_format(f)
+    parts: list[dict[str, Any]] = []
+    chars = 0
+    number = 0
+    more: bool | None = False
+    notes: list[str] = []
+    reader = contextlib.closing(iter_parts(f, fmt, first))
+    try:
+        with reader as produced:
+            for number, text in enumerate(produced, start=1):
+                if number < first:
+                    continue
+                if number > last or (parts and chars + len(text) > MAX_PDF_READ_CHARS):
+                    more = True
+                    break
+                parts.append({"part": number, "text": text})
+                chars += len(text)
+    except WrongFileTypeError as exc:
+        if not parts:
+            raise
+        notes.append(f"stopped after part {parts[-1]['part']}: {exc}")
+        more = None  # unknown: the rest cannot be read
+    if not parts and first > 1:
+        raise InvalidArgumentError(f"part {first} is past the end: the document has {number} parts")
+    nxt = None
+    if more and parts:
+        start = parts[-1]["part"] + 1
+        width = max(last - first + 1, 1)
+        nxt = f'doc_read(path={json.dumps(f.path)}, part="{start}-{start + width - 1}")'
+    return {
+        "path": f.path,
+        "format": fmt,
+        "parts": parts,
+        "total_parts": number if more is False else None,
+        "notes": notes,
+        "next": nxt,
+    }

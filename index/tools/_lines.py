@@ -28,6 +28,7 @@ from itertools import accumulate
 from typing import Any
 
 from .._errors import FileChangedError, InvalidArgumentError
+from ._kinds import CacheDirs, text_view
 from ._paths import OpenFile
 
 _np: Any
@@ -42,7 +43,9 @@ __all__ = [
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
     "LineIndex",
+    "find_in_text",
     "read_lines",
+    "read_text",
     "search_lines",
     "tail_lines",
 ]
@@ -527,3 +530,40 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
         "next": None,
     }
     return result
+
+
+def read_text(
+    f: OpenFile, start_line: int, end_line: int | None, dirs: CacheDirs
+) -> dict[str, Any]:
+    """`file_read`: lines ``start_line``..``end_line`` of the text file ``f`` (a negative
+    ``start_line``: the last lines, read backwards without indexing)."""
+    if start_line == 0:
+        raise InvalidArgumentError(
+            "start_line is 1-based: use 1 for the first line or -N for the last N lines"
+        )
+    if start_line < 0 and end_line is not None:
+        raise InvalidArgumentError(
+            "end_line goes with a positive start_line; start_line=-N alone reads the last N lines"
+        )
+    if end_line is not None and end_line < start_line:
+        raise InvalidArgumentError(f"end_line {end_line} is before start_line {start_line}")
+    with text_view(f, dirs.transcoded) as (text, shown):
+        index = LineIndex(text, dirs.lines, shown_path=shown)
+        if start_line < 0:
+            return tail_lines(index, -start_line)
+        return read_lines(index, start_line, end_line)
+
+
+def find_in_text(
+    f: OpenFile,
+    query: str,
+    limit: int,
+    dirs: CacheDirs,
+    *,
+    ignore_case: bool,
+    start_line: int,
+) -> dict[str, Any]:
+    """`file_search`: lines of the text file ``f`` holding ``query``, from ``start_line``."""
+    with text_view(f, dirs.transcoded) as (text, shown):
+        index = LineIndex(text, dirs.lines, shown_path=shown)
+        return search_lines(index, query, limit, ignore_case=ignore_case, start_line=start_line)

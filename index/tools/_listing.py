@@ -3,17 +3,22 @@ skipping what ``.gitignore`` ignores when the folder is inside a git work tree."
 
 from __future__ import annotations
 
+import bisect
 import functools
+import json
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
+from typing import Any
+
+from leanreplay.cards import CardError, card_for, quote
 
 from .._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
 from ._paths import no_roots_error
 
-__all__ = ["MAX_SCANNED", "confined_dir", "matching_files"]
+__all__ = ["MAX_SCANNED", "confined_dir", "list_folder", "matching_files"]
 
 MAX_SCANNED = 200_000  # paths looked at per listing
 GIT_SECONDS = 20.0
@@ -131,3 +136,40 @@ def matching_files(folder: str, pattern: str, roots: Sequence[str]) -> tuple[lis
         found.append(rel)
     found.sort()
     return found, complete, tracked is not None
+
+
+def list_folder(
+    path: str, pattern: str, limit: int, after: str | None, roots: Sequence[str]
+) -> dict[str, Any]:
+    """`file_list`: a page of the files under the confined folder ``path`` matching
+    ``pattern``, as one-line cards sorted by path, after the relative path ``after``, with the
+    `next` call."""
+    folder = confined_dir(path, roots)
+    names, complete, git = matching_files(folder, pattern, roots)
+    start = bisect.bisect_right(names, after) if after is not None else 0
+    shown = names[start : start + limit]
+    lines = []
+    for rel in shown:
+        try:
+            lines.append(card_for(os.path.join(folder, rel), name=rel).render())
+        except CardError as exc:
+            lines.append(f"[unreadable] name={quote(rel)} | {quote(str(exc))}")
+    notes = []
+    if git:
+        notes.append("a git work tree: files .gitignore ignores are left out")
+    if not complete:
+        notes.append(f"looked at the first {MAX_SCANNED:,} paths only; narrow the pattern")
+    more = start + limit < len(names)
+    return {
+        "path": folder,
+        "pattern": pattern,
+        "files": lines,
+        "total_files": len(names) if complete else None,
+        "notes": notes,
+        "next": (
+            f"file_list(path={json.dumps(folder)}, pattern={json.dumps(pattern)}, "
+            f"limit={limit}, after={json.dumps(shown[-1])})"
+            if more and shown
+            else None
+        ),
+    }

@@ -9,10 +9,11 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from leanreplay.cards import probe_pdf
+from leanreplay.cards import card_for_descriptor, probe_pdf
 
 from .._errors import InvalidArgumentError, WorkspaceError, WrongFileTypeError
 from ._paths import OpenFile
+from ._pdftext import pdf_metadata
 from ._pdfworker import PasswordRequired, extract_range, page_count
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_PDF_READ_CHARS",
     "MAX_PDF_READ_PAGES",
     "page_range",
+    "pdf_info",
     "pdf_backend",
     "pdf_page_count",
     "read_pages",
@@ -139,3 +141,15 @@ def read_pages(
         end = min(total, shown + MAX_PDF_READ_PAGES)
         nxt = f'pdf_read(path={json.dumps(f.path)}, pages="{shown + 1}-{end}")'
     return {"path": f.path, "total_pages": total, "pages": out, "next": nxt}
+
+
+def pdf_info(f: OpenFile) -> dict[str, Any]:
+    """`pdf_info`: the card of the PDF ``f``, its metadata and the top of its outline."""
+    card = card_for_descriptor(f.fd, path=f.path).to_dict()
+    if card["kind"] != "pdf":
+        raise WrongFileTypeError(f"{f.path!r} is {card['mime']}, not a PDF")
+    try:
+        card.update(pdf_metadata(f.path, (f.dev, f.ino)))
+    except Exception as exc:  # noqa: BLE001 - metadata is a bonus; the card stands
+        card["notes"] = [f"metadata unreadable: {type(exc).__name__}: {exc}"]
+    return card

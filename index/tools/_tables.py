@@ -23,8 +23,10 @@ from decimal import Decimal
 from typing import Any
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
+from ._kinds import CacheDirs, card_fact, text_view
 from ._lines import LineIndex
 from ._paths import OpenFile, fingerprint
+from ._transcode import encoding_of
 
 __all__ = [
     "MAX_CELL_CHARS",
@@ -34,8 +36,11 @@ __all__ = [
     "TableFile",
     "parse_rows",
     "query_table",
+    "query_table_file",
     "read_csv_rows",
     "read_sheet_rows",
+    "read_table",
+    "table_file",
 ]
 
 MAX_TABLE_ROWS = 200  # rows per table_read call
@@ -542,3 +547,48 @@ def _check_select(con: Any, sql: str, columns: list[str]) -> None:
             f"table_query is read-only: only SELECT is allowed, got {kind.name}; "
             f"query the view t (columns {', '.join(json.dumps(c) for c in columns[:20])})"
         )
+
+
+def table_file(f: OpenFile) -> TableFile:
+    """``f`` as a table, in the format its card found; any other file is refused with the
+    tools that read it."""
+    fmt, facts = card_fact(f, "table", "a table (CSV, TSV, xlsx, xlsm, ods, Parquet)")
+    return TableFile(f, fmt, str(facts.get("delimiter", ",")))
+
+
+def read_table(
+    f: OpenFile,
+    sheet: str | None,
+    rows: str,
+    columns: Sequence[str] | None,
+    dirs: CacheDirs,
+) -> dict[str, Any]:
+    """`table_read`: rows ``"N"`` or ``"A-B"`` of whatever table ``f`` is (CSV and TSV
+    through the line index, Parquet by row group, workbook sheets through calamine)."""
+    first, last = parse_rows(rows)
+    table = table_file(f)
+    if table.format in ("csv", "tsv"):
+        if sheet is not None:
+            raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
+        with text_view(f, dirs.transcoded) as (text, shown):
+            index = LineIndex(text, dirs.lines, shown_path=shown)
+            return read_csv_rows(table, index, first, last, columns)
+    if table.format == "parquet":
+        if sheet is not None:
+            raise InvalidArgumentError(f"{f.path!r} is Parquet: it has no sheets")
+        return read_parquet_rows(table, first, last, columns)
+    return read_sheet_rows(table, sheet, first, last, columns)
+
+
+def query_table_file(f: OpenFile, sql: str, sheet: str | None, dirs: CacheDirs) -> dict[str, Any]:
+    """`table_query`: one read-only SELECT over ``f`` (a sheet of a workbook; a UTF-16 text
+    table through its UTF-8 copy)."""
+    table = table_file(f)
+    if table.format in ("xlsx", "ods"):
+        return query_table(table, sql, dirs.tables, sheet=sheet)
+    if sheet is not None:
+        raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
+    if table.format in ("csv", "tsv") and encoding_of(f) is not None:
+        with text_view(f, dirs.transcoded) as (text, _):
+            return query_table(TableFile(text, table.format, table.delimiter), sql, dirs.tables)
+    return query_table(table, sql, dirs.tables)

@@ -292,7 +292,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "lean_start"
 
 def _bench_catalogue() -> CapabilityIndex:
     from leanreplay.index import tool_schemas
-    from leanreplay.index._tools import META_TOOLS
+    from leanreplay.index._workspace import META_TOOLS
 
     index = CapabilityIndex([t for t in tool_schemas("mcp") if t["name"] not in META_TOOLS])
     for server in json.loads((BENCH / "catalogue.json").read_text())["servers"]:

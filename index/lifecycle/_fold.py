@@ -1,4 +1,4 @@
-"""The storage half of the context lifecycle: folding a stored conversation, the size of its
+"""The fold of the context lifecycle: folding a stored conversation, the size of its
 replay turn by turn, and the compaction event log.
 
 A fold runs under a per-conversation lock shared by every process (``flock`` on a file under
@@ -34,8 +34,8 @@ from leanreplay.placeholders import (
 )
 
 from .._locks import file_lock
-from ._attachments import with_cards
-from ._store import FoldRecord, Store
+from ..store._attachments import with_cards
+from ..store._store import FoldRecord, Store
 
 __all__ = [
     "FoldResult",
