@@ -26,7 +26,7 @@ from leanreplay.index.faces._render import CLI_TERMS, cli_message
 from leanreplay.index.faces.cli import cli
 from leanreplay.index.faces.server import NO_CLIENT_ROOTS, build_server
 from leanreplay.index.store._importers import load
-from leanreplay.index.tools._listing import confined_dir
+from leanreplay.index.tools._listing import matching_files
 from tests.conftest import REPO, SAMPLES
 
 # The command line and the faces only it starts: their words are for its user.
@@ -217,7 +217,7 @@ def test_library_words_for_format_and_roots(tmp_path: Path) -> None:
     with pytest.raises(NotALogError, match="name one with the format argument: ") as log:
         load(str(junk))
     with pytest.raises(OutsideRootsError, match="no roots are configured") as roots:
-        confined_dir("notes", ())
+        matching_files("notes", "**/*", ())
     for error in (log.value, roots.value):
         assert not CLI_WORDS.search(str(error)), error
     assert cli_message(log.value).endswith("(on the command line: --format)")

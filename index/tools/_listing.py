@@ -1,54 +1,83 @@
-"""Folder listings: the files under a confined directory that match a glob, sorted, bounded,
-skipping what ``.gitignore`` ignores when the folder is inside a git work tree."""
+"""Folder listings: the files under a confined folder that match a glob, sorted, bounded and
+paged as one-line cards, leaving out what ``.gitignore`` ignores in a git work tree.
+
+Nothing a repository configures is ever run: git itself is never started (a repository's
+own configuration can name commands: ``core.fsmonitor``, hooks, filters, aliases,
+includes). The ignore rules are read as text from the ``.gitignore`` files and
+``.git/info/exclude`` and matched with pathspec; a repository's index is never read. The
+walk starts from the folder's confined descriptor and opens each subfolder from its parent's
+descriptor with ``O_NOFOLLOW``, so a folder swapped for a symlink mid-walk is skipped, never
+followed; a listed symlink is kept only when `admitted` (the file tools' own check) admits
+it, and each file shown is opened by `open_confined`, as a path a user gives. Patterns, the
+caller's glob and the ignore rules alike, are matched by RE2 in time linear in the path, and
+bounded in length and wildcards.
+"""
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import errno
 import functools
 import json
 import os
-import re
-import shutil
-import subprocess
-from collections.abc import Iterator, Sequence
+import stat
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from leanreplay.cards import CardError, card_for, quote
+import pathspec
+import re2
 
-from .._errors import InvalidArgumentError, NotAFileError, NotFoundError, OutsideRootsError
-from ._paths import no_roots_error
+from leanreplay.cards import CardError, card_for_descriptor, quote
 
-__all__ = ["MAX_SCANNED", "confined_dir", "list_folder", "matching_files"]
+from .._errors import InvalidArgumentError, WorkspaceError
+from ._paths import admitted, open_confined, open_confined_dir
+
+__all__ = [
+    "MAX_IGNORE_BYTES",
+    "MAX_IGNORE_RULES",
+    "MAX_LIST_DEPTH",
+    "MAX_PATTERN_WILDCARDS",
+    "MAX_SCANNED",
+    "glob_regex",
+    "list_folder",
+    "matching_files",
+]
 
 MAX_SCANNED = 200_000  # paths looked at per listing
-GIT_SECONDS = 20.0
+MAX_LIST_DEPTH = 128  # folder levels below the listed folder; deeper ones are not walked
+MAX_PATTERN_WILDCARDS = 32  # *, ? and [...] in one glob
+MAX_IGNORE_BYTES = 1024 * 1024  # of one .gitignore (or info/exclude) file read
+MAX_IGNORE_RULES = 10_000  # ignore rules applied per listing, over all the files read
+MAX_RULE_CHARS = 1000  # an ignore rule longer than this is not applied
+MAX_RULE_WILDCARDS = 16  # nor one with more wildcards than this
 _SKIP_DIRS = {".git", ".hg", ".svn"}
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_IGNORE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-def confined_dir(path: object, roots: Sequence[str]) -> str:
-    """The resolved directory ``path`` if it is inside one of ``roots``."""
-    if not isinstance(path, str) or not path or "\x00" in path:
-        raise InvalidArgumentError("path must be a non-empty folder name")
-    if not roots:
-        raise no_roots_error()
-    real = os.path.realpath(path if os.path.isabs(path) else os.path.join(roots[0], path))
-    if not any(real == r or os.path.commonpath([r, real]) == r for r in roots):
-        raise OutsideRootsError(
-            f"{path!r} resolves to {real!r}, outside the allowed roots ({', '.join(roots)})"
-        )
-    check = getattr(roots, "check", None)
-    if check is not None:
-        check(real, path)  # the workspace's home is never listed
-    if not os.path.exists(real):
-        raise NotFoundError(f"no folder at {path!r}; check the name")
-    if not os.path.isdir(real):
-        raise NotAFileError(f"{path!r} is a file, not a folder; read it with file_read")
-    return real
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would log a bad pattern to the server's stderr
+    options.dot_nl = True  # file names may hold newlines
+    return options
+
+
+def _wildcards(text: str) -> int:
+    return text.count("*") + text.count("?") + text.count("[")
 
 
 @functools.lru_cache(maxsize=64)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """``**`` spans folders, ``*`` and ``?`` stay within one, ``[...]`` is a class."""
+def glob_regex(pattern: str) -> re2._Regexp:
+    """``**`` spans folders, ``*`` and ``?`` stay within one, ``[...]`` is a class; matched
+    by RE2 (``fullmatch``), so no pattern can backtrack."""
+    count = _wildcards(pattern)
+    if count > MAX_PATTERN_WILDCARDS:
+        raise InvalidArgumentError(
+            f"pattern {pattern[:80]!r} has {count} wildcards, more than "
+            f"{MAX_PATTERN_WILDCARDS}; use fewer (one ** spans any depth of folders)"
+        )
     out = []
     i = 0
     while i < len(pattern):
@@ -67,98 +96,253 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
             end = pattern.index("]", i + 1)
             body = pattern[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            out.append("[" + ("^/" + body[1:] if body.startswith("!") else body) + "]")
             i = end + 1
         else:
-            out.append(re.escape(pattern[i]))
+            out.append(re2.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    try:
+        return re2.compile("".join(out), _options())
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise InvalidArgumentError(
+            f"pattern {pattern[:80]!r} is not a valid glob ({reason}); use *, ?, ** and "
+            "[abc] classes"
+        ) from None
 
 
-def _git_files(folder: str) -> list[str] | None:
-    """Paths (relative to ``folder``) git does not ignore, or None outside a work tree."""
-    probe = folder
-    while True:
-        if os.path.exists(os.path.join(probe, ".git")):
-            break
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return None
-        probe = parent
-    git = shutil.which("git")
-    if git is None:
+def _matchable(rel: str) -> str:
+    # RE2 matches UTF-8: a name that is not (held with surrogate escapes) is matched with
+    # U+FFFD in place of its undecodable bytes.
+    try:
+        rel.encode()
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return rel
+
+
+@dataclass
+class _Ignore:
+    """The ignore rules of a work tree, as layers (folder relative to the work tree's top,
+    its rules), shallowest first; deeper layers override shallower ones, as in git."""
+
+    prefix: str  # the listed folder, relative to the work tree's top ("" or "a/b/")
+    layers: list[tuple[str, pathspec.GitIgnoreSpec]] = field(default_factory=list)
+    rules: int = 0
+    skipped: int = 0  # rules over the bounds, not applied
+
+    def add(self, base: str, text: str) -> None:
+        lines = []
+        for line in text.splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            if (
+                self.rules >= MAX_IGNORE_RULES
+                or len(line) > MAX_RULE_CHARS
+                or _wildcards(line) > MAX_RULE_WILDCARDS
+            ):
+                self.skipped += 1
+                continue
+            lines.append(line)
+            self.rules += 1
+        if not lines:
+            return
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+        except (re2.error, ValueError, TypeError):  # RE2 out of memory, or a rule pathspec refuses
+            self.skipped += len(lines)
+            return
+        self.layers.append((base, spec))
+
+    def ignored(self, rel: str, folder: bool) -> bool:
+        """Whether ``rel`` (relative to the listed folder) is ignored."""
+        path = _matchable(self.prefix + rel) + ("/" if folder else "")
+        for base, spec in reversed(self.layers):
+            if base and not path.startswith(base):
+                continue
+            verdict = spec.check_file(path[len(base) :]).include
+            if verdict is not None:
+                return verdict
+        return False
+
+
+def _read_rules(name: str, dir_fd: int | None = None) -> str | None:
+    """The text of an ignore file, if it is a regular file (never a FIFO or a device)."""
+    try:
+        fd = os.open(name, _IGNORE_FLAGS, dir_fd=dir_fd)
+    except OSError:
         return None
     try:
-        done = subprocess.run(
-            [git, "-C", folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True,
-            timeout=GIT_SECONDS,
-            check=True,
-        )
-    except (subprocess.SubprocessError, OSError):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, MAX_IGNORE_BYTES).decode("utf-8", "replace")
+    except OSError:
         return None
-    names = [n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-    return [n for n in names if os.path.isfile(os.path.join(folder, n))]  # drop deleted ones
+    finally:
+        os.close(fd)
 
 
-def _walk(folder: str) -> Iterator[str]:
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        rel = os.path.relpath(top, folder)
-        for name in files:
-            yield name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
+def _work_tree_rules(folder: str) -> _Ignore | None:
+    """The rules that apply above ``folder`` (from the work tree's top down to it), or None
+    outside a git work tree. The folder's own .gitignore is read by the walk."""
+    top = folder
+    while not os.path.lexists(os.path.join(top, ".git")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            return None
+        top = parent
+    rel = os.path.relpath(folder, top)
+    parts = [] if rel == "." else rel.split(os.sep)
+    ignore = _Ignore(prefix="".join(p + "/" for p in parts))
+    text = _read_rules(os.path.join(top, ".git", "info", "exclude"))
+    if text is not None:
+        ignore.add("", text)
+    for depth in range(len(parts)):
+        base = "".join(p + "/" for p in parts[:depth])
+        text = _read_rules(os.path.join(top, *parts[:depth], ".gitignore"))
+        if text is not None:
+            ignore.add(base, text)
+    return ignore
 
 
-def matching_files(folder: str, pattern: str, roots: Sequence[str]) -> tuple[list[str], bool, bool]:
-    """Sorted relative paths under ``folder`` matching ``pattern``; (paths, complete,
-    git-ignore applied). Links that leave the roots are dropped."""
+@dataclass
+class _Walk:
+    complete: bool = True
+    too_deep: int = 0  # folders not walked: deeper than MAX_LIST_DEPTH
+
+
+def _entries(fd: int) -> tuple[list[tuple[str, bool]], list[str]]:
+    """(files with whether each is a symlink, subfolders) of the open folder ``fd``."""
+    files: list[tuple[str, bool]] = []
+    dirs: list[str] = []
+    try:
+        with os.scandir(fd) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in _SKIP_DIRS:
+                            dirs.append(entry.name)
+                    elif entry.is_symlink():
+                        if not entry.is_dir():  # a link to a folder is never walked
+                            files.append((entry.name, True))
+                    else:
+                        files.append((entry.name, False))
+                except OSError:
+                    continue  # removed while listed
+    except OSError:
+        pass  # unreadable, or removed while listed
+    return files, sorted(dirs, reverse=True)
+
+
+def _walk(
+    top: int, ignore: _Ignore | None, state: _Walk
+) -> Generator[tuple[str, bool], None, None]:
+    """(path relative to the listed folder, is a symlink) of every file below ``top``."""
+    frames: list[tuple[int, str, list[str]]] = []
+    try:
+
+        def enter(fd: int, rel: str) -> Iterator[tuple[str, bool]]:
+            if ignore is not None:
+                text = _read_rules(".gitignore", fd)
+                if text is not None:
+                    ignore.add(ignore.prefix + rel, text)
+            files, dirs = _entries(fd)
+            frames.append((fd, rel, dirs))
+            for name, link in sorted(files):
+                path = rel + name
+                if ignore is None or not ignore.ignored(path, False):
+                    yield path, link
+
+        yield from enter(os.dup(top), "")
+        while frames:
+            fd, rel, dirs = frames[-1]
+            if not dirs:
+                os.close(fd)
+                frames.pop()
+                continue
+            name = dirs.pop()
+            path = rel + name
+            if ignore is not None and ignore.ignored(path, True):
+                continue  # git never looks inside an ignored folder
+            if len(frames) > MAX_LIST_DEPTH:
+                state.too_deep += 1
+                continue
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == errno.EMFILE:
+                    raise
+                continue  # swapped for a symlink, removed or unreadable: never followed
+            yield from enter(child, path + "/")
+    finally:
+        for fd, _, _ in frames:
+            os.close(fd)
+
+
+def matching_files(
+    path: str, pattern: str, roots: Sequence[str]
+) -> tuple[str, list[str], list[str], bool]:
+    """(resolved folder, sorted relative paths under it matching ``pattern``, notes,
+    complete) for the folder ``path`` inside ``roots``."""
     regex = glob_regex(pattern)
     check = getattr(roots, "check", None)
-    tracked = _git_files(folder)
-    source: Iterator[str] = iter(tracked) if tracked is not None else _walk(folder)
+    state = _Walk()
     found = []
-    complete = True
-    for scanned, rel in enumerate(source, start=1):
-        if scanned > MAX_SCANNED:
-            complete = False
-            break
-        if not regex.match(rel):
-            continue
-        full = os.path.join(folder, rel)
-        real = os.path.realpath(full) if os.path.islink(full) else full
-        if not any(os.path.commonpath([r, real]) == r for r in roots):
-            continue
-        if check is not None:
-            try:
-                check(real, rel)
-            except OutsideRootsError:
-                continue  # inside the workspace's home
-        found.append(rel)
+    with open_confined_dir(path, roots) as (fd, folder):
+        ignore = _work_tree_rules(folder)
+        walk = _walk(fd, ignore, state)
+        with contextlib.closing(walk):
+            for scanned, (rel, link) in enumerate(walk, start=1):
+                if scanned > MAX_SCANNED:
+                    state.complete = False
+                    break
+                if not regex.fullmatch(_matchable(rel)):
+                    continue
+                full = os.path.join(folder, rel)
+                if link:
+                    if not admitted(full, roots):
+                        continue  # a link out of the roots, or into the home
+                elif check is not None:
+                    try:
+                        check(full, rel)
+                    except WorkspaceError:
+                        continue  # inside the workspace's home
+                found.append(rel)
     found.sort()
-    return found, complete, tracked is not None
+    notes = []
+    if ignore is not None:
+        notes.append("a git work tree: files .gitignore ignores are left out")
+        if ignore.skipped:
+            notes.append(
+                f"{ignore.skipped:,} ignore rules were not applied (over {MAX_IGNORE_RULES:,} "
+                f"rules, {MAX_RULE_CHARS:,} chars or {MAX_RULE_WILDCARDS} wildcards)"
+            )
+    if state.too_deep:
+        notes.append(
+            f"{state.too_deep:,} folders nested deeper than {MAX_LIST_DEPTH} levels were not "
+            "listed; list a deeper folder itself"
+        )
+    if not state.complete:
+        notes.append(f"looked at the first {MAX_SCANNED:,} paths only; narrow the pattern")
+    return folder, found, notes, state.complete
 
 
 def list_folder(
     path: str, pattern: str, limit: int, after: str | None, roots: Sequence[str]
 ) -> dict[str, Any]:
-    """`file_list`: a page of the files under the confined folder ``path`` matching
-    ``pattern``, as one-line cards sorted by path, after the relative path ``after``, with the
-    `next` call."""
-    folder = confined_dir(path, roots)
-    names, complete, git = matching_files(folder, pattern, roots)
+    """The `file_list` answer: one page of cards of the files matching ``pattern``."""
+    folder, names, notes, complete = matching_files(path, pattern, roots)
     start = bisect.bisect_right(names, after) if after is not None else 0
     shown = names[start : start + limit]
     lines = []
     for rel in shown:
+        # The same confined open as a path a user gives: a file swapped for a link out of
+        # the roots since the walk is refused here, never carded.
         try:
-            lines.append(card_for(os.path.join(folder, rel), name=rel).render())
-        except CardError as exc:
+            with open_confined(os.path.join(folder, rel), roots) as f:
+                lines.append(card_for_descriptor(f.fd, path=f.path, name=rel).render())
+        except (CardError, WorkspaceError) as exc:
             lines.append(f"[unreadable] name={quote(rel)} | {quote(str(exc))}")
-    notes = []
-    if git:
-        notes.append("a git work tree: files .gitignore ignores are left out")
-    if not complete:
-        notes.append(f"looked at the first {MAX_SCANNED:,} paths only; narrow the pattern")
     more = start + limit < len(names)
     return {
         "path": folder,

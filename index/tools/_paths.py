@@ -24,15 +24,18 @@ from .._errors import (
     NotAFileError,
     NotFoundError,
     OutsideRootsError,
+    WorkspaceError,
     home_error,
 )
 
 __all__ = [
     "OpenFile",
     "Roots",
+    "admitted",
     "fingerprint",
     "no_roots_error",
     "open_confined",
+    "open_confined_dir",
     "open_file",
     "resolve_roots",
     "root_notices",
@@ -198,7 +201,9 @@ def _read_error(shown: str, exc: OSError) -> Exception:
     )
 
 
-def _open_confined(path: object, roots: Sequence[str]) -> OpenFile:
+def _locate(path: object, roots: Sequence[str]) -> tuple[str, list[str], str]:
+    """(root, components below it, resolved path) of ``path``: validated, resolved, inside a
+    root and admitted by it. The one containment check of the file tools."""
     where = ", ".join(roots)
     if not isinstance(path, str) or not path:
         raise InvalidArgumentError(
@@ -243,6 +248,22 @@ def _open_confined(path: object, roots: Sequence[str]) -> OpenFile:
     if isinstance(roots, Roots):
         roots.check(real, path)
     parts = [p for p in os.path.relpath(real, root).split(os.sep) if p not in ("", ".")]
+    return root, parts, real
+
+
+def admitted(path: str, roots: Sequence[str]) -> bool:
+    """Whether the file tools would open ``path`` (a path a listing found): the same check
+    as `open_confined`, without opening."""
+    try:
+        _locate(path, roots)
+    except WorkspaceError:
+        return False
+    return True
+
+
+def _open_confined(path: object, roots: Sequence[str]) -> OpenFile:
+    root, parts, real = _locate(path, roots)
+    assert isinstance(path, str)  # _locate refuses anything else
     fd = _walk(root, parts, path)
     try:
         st = os.fstat(fd)
@@ -258,7 +279,22 @@ def _open_confined(path: object, roots: Sequence[str]) -> OpenFile:
     return open_file(fd, real, st)
 
 
-def _walk(root: str, parts: list[str], shown: str) -> int:
+@contextmanager
+def open_confined_dir(path: object, roots: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """Open the folder ``path`` inside one of ``roots`` as (descriptor, resolved path), by
+    the same check and walk as `open_confined`, so a listing starts from a confined
+    descriptor and never from a path string that a swapped link could redirect."""
+    root, parts, real = _locate(path, roots)
+    assert isinstance(path, str)
+    fd = _walk(root, parts, path, folder=True)
+    try:
+        yield fd, real
+    finally:
+        os.close(fd)
+
+
+def _walk(root: str, parts: list[str], shown: str, *, folder: bool = False) -> int:
+    last_flags = _DIR_FLAGS if folder else _FILE_FLAGS
     try:
         current = os.open(root, _DIR_FLAGS)
     except OSError as exc:
@@ -267,18 +303,24 @@ def _walk(root: str, parts: list[str], shown: str) -> int:
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             try:
-                nxt = os.open(part, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=current)
+                nxt = os.open(part, last_flags if last else _DIR_FLAGS, dir_fd=current)
             except FileNotFoundError:
-                raise NotFoundError(f"no file at {shown!r}; check the name") from None
+                what = "folder" if folder else "file"
+                raise NotFoundError(f"no {what} at {shown!r}; check the name") from None
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK):
                     raise OutsideRootsError(
                         f"{shown!r} changed into a symlink while it was opened; refused"
                     ) from None
-                if exc.errno == errno.ENOTDIR and not last and _is_symlink(part, current):
+                dir_wanted = folder or not last
+                if exc.errno == errno.ENOTDIR and dir_wanted and _is_symlink(part, current):
                     # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR, not ELOOP.
                     raise OutsideRootsError(
                         f"{shown!r} changed into a symlink while it was opened; refused"
+                    ) from None
+                if exc.errno == errno.ENOTDIR and last and folder:
+                    raise NotAFileError(
+                        f"{shown!r} is a file, not a folder; read it with file_read"
                     ) from None
                 if exc.errno == errno.ENOTDIR:
                     raise NotFoundError(
@@ -289,7 +331,7 @@ def _walk(root: str, parts: list[str], shown: str) -> int:
                 raise NotFoundError(f"cannot open {shown!r}: {exc.strerror}") from None
             os.close(current)
             current = nxt
-        if not parts:
+        if not parts and not folder:
             raise NotAFileError(f"{shown!r} is a directory; the file tools read regular files")
         return current
     except BaseException:

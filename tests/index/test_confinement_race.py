@@ -4,6 +4,7 @@ descriptor with ``O_NOFOLLOW`` on every component keeps the outside out."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,14 +51,10 @@ WANTED_HITS = 3  # refusals by the walk itself: the swap landed between check an
 MAX_ATTEMPTS = 50_000  # only reached when the race never lands (the test then says so)
 
 
-@pytest.fixture
-def racing_root(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "root"
-    (root / "dir").mkdir(parents=True)
-    (root / "dir" / "file.txt").write_text(BENIGN)
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "file.txt").write_text(SECRET)
+@contextlib.contextmanager
+def swapping(root: Path, outside: Path) -> Iterator[None]:
+    """root/dir swapped for a symlink to ``outside`` and back, as fast as it can, while the
+    block runs (the swapper process is ready when the block starts)."""
     swapper = subprocess.Popen(
         [sys.executable, "-c", SWAPPER, str(root), str(outside)],
         stdout=subprocess.PIPE,
@@ -66,12 +63,24 @@ def racing_root(tmp_path: Path) -> Iterator[Path]:
     assert swapper.stdout is not None
     try:
         assert swapper.stdout.readline() == "ready\n"
-        yield root
+        yield
     finally:
         swapper.kill()
         swapper.wait()
         swapper.stdout.close()
         assert swapper.returncode == -9, "the swapper stopped on its own: the race proved nothing"
+
+
+@pytest.fixture
+def racing_root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "root"
+    (root / "dir").mkdir(parents=True)
+    (root / "dir" / "file.txt").write_text(BENIGN)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "file.txt").write_text(SECRET)
+    with swapping(root, outside):
+        yield root
 
 
 @pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])

@@ -93,9 +93,10 @@ def test_confinement(tree: Path, tmp_path: Path) -> None:
 @settings(max_examples=200)
 @given(st.lists(st.sampled_from(["a", "b", "/"]), max_size=8).map("".join))
 def test_glob_star_never_crosses_a_folder(path: str) -> None:
-    assert bool(glob_regex("*").match(path)) == ("/" not in path)
-    assert bool(glob_regex("**/*").match(path)) is True
-    assert bool(glob_regex("a/*").match(path)) == (path.startswith("a/") and "/" not in path[2:])
+    assert bool(glob_regex("*").fullmatch(path)) == ("/" not in path)
+    assert bool(glob_regex("**/*").fullmatch(path)) is True
+    inside_a = path.startswith("a/") and "/" not in path[2:]
+    assert bool(glob_regex("a/*").fullmatch(path)) == inside_a
 
 
 def test_cli_card_of_a_folder(tree: Path, tmp_path: Path) -> None:
