@@ -867,7 +867,7 @@ class Workspace:
         """Every tool this workspace can hand out: its own, then those of `register_tools`."""
         if self._capabilities is None:
             own = schemas((t for t in self._tools.values() if not t.meta), "mcp")
-            self._capabilities = CapabilityIndex(own, server="leanreplay")
+            self._capabilities = CapabilityIndex(own, server="leanreplay", reserved=META_TOOLS)
         return self._capabilities
 
     def register_tools(self, server: str, tools: Iterable[object]) -> list[str]:

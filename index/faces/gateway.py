@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -24,19 +25,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import httpx2
-from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Tool
+
+from leanreplay.cards import quote
 
 from .._errors import InvalidArgumentError
 from .._tools import tools_of
 from .._workspace import Workspace
+from ..search._capabilities import tool_problem
+from ._wire import http_upstream, stdio_upstream
 from .server import HttpPolicy, WorkspaceServer, http_app, server_instructions
 
 __all__ = [
@@ -50,7 +52,11 @@ __all__ = [
     "serve_gateway_stdio",
 ]
 
-START_TIMEOUT_S = 60.0  # an upstream that has not listed its tools by then is left out
+# The upstreams start side by side; one that has not listed its tools by then is left out
+# (desktop clients give a server about a minute to answer initialize).
+START_TIMEOUT_S = 30.0
+CALL_TIMEOUT_S = 60.0  # a forwarded call unanswered by then is cancelled, with a tool error
+MAX_UPSTREAM_TOOLS = 1_000  # tools taken from one server; the rest are named as left out
 MAX_CONFIG_BYTES = 1_000_000
 MAX_RESTARTS = 1
 INDEX_PREAMBLE = (
@@ -72,25 +78,17 @@ class UpstreamSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def transport(self) -> Any:
+        """The wire to this upstream: every reply bounded (`MAX_UPSTREAM_MESSAGE_BYTES`)."""
         if self.url is not None:
-            return _http_transport(self.url, dict(self.headers))
+            return http_upstream(self.url, dict(self.headers))
         assert self.command is not None
-        return StdioServerParameters(
+        params = StdioServerParameters(
             command=self.command,
             args=list(self.args),
             env=dict(self.env) if self.env is not None else None,
             cwd=self.cwd,
         )
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    # The SDK leaves a client it was given open; this one closes with the connection.
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30.0) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams
+        return stdio_upstream(params)
 
 
 def _strings(value: object, what: str) -> list[str]:
@@ -179,50 +177,70 @@ def _connection_lost(exc: BaseException) -> bool:
 
 
 class Upstream:
-    """One upstream server, kept connected by a supervising task; restarted at most once."""
+    """One upstream server, kept connected by a supervising task; restarted at most once.
 
-    def __init__(self, spec: UpstreamSpec) -> None:
+    Nothing an upstream does reaches past it: a failure to start, a hang, a listing the
+    index cannot take is this upstream's `error` (or its `left_out` tools), and every call
+    to it is bounded by ``call_timeout``.
+    """
+
+    def __init__(
+        self,
+        spec: UpstreamSpec,
+        *,
+        start_timeout: float = START_TIMEOUT_S,
+        call_timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
         self.spec = spec
+        self.start_timeout = start_timeout
+        self.call_timeout = call_timeout
         self.client: Client | None = None
         self.tools: list[Tool] = []
         self.error: str | None = None
         self.restarts = 0
         self.attempts = 0  # connection attempts finished, successful or not
+        self.ready = anyio.Event()  # set once the first attempt has finished
         self._lost = anyio.Event()
 
     @property
     def name(self) -> str:
         return self.spec.name
 
-    async def supervise(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    def _failed(self, error: str) -> None:
+        self.error = _said(error)
+        print(f"leanreplay: upstream {self.name!r} failed: {self.error}", file=sys.stderr)
+
+    async def supervise(self) -> None:
         """Connect, list the tools, hold the connection until a call finds it lost; then
-        reconnect while restarts remain. Reports started after the first attempt, whether it
+        reconnect while restarts remain. `ready` is set after the first attempt, whether it
         connected or not (a broken upstream must not keep the others from serving)."""
-        started = False
         while True:
             self._lost = anyio.Event()
             counted = False
             try:
-                async with Client(self.spec.transport()) as client:
-                    with anyio.fail_after(START_TIMEOUT_S):
+                # The whole start (process, handshake, every page of tools/list) is bounded:
+                # an upstream that never answers must not hold the gateway. The deadline is
+                # lifted once the tools are listed.
+                with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as scope:
+                    async with Client(self.spec.transport()) as client:
                         self.tools = await _all_tools(client)
-                    self.client, self.error = client, None
-                    self.attempts, counted = self.attempts + 1, True
-                    if not started:
-                        task_status.started()
-                        started = True
-                    await self._lost.wait()
+                        scope.deadline = math.inf
+                        self.client, self.error = client, None
+                        self.attempts, counted = self.attempts + 1, True
+                        self.ready.set()
+                        await self._lost.wait()
+                if scope.cancelled_caught:
+                    self._failed(
+                        f"it did not start and list its tools within {self.start_timeout:g} s"
+                    )
             except Exception as exc:  # noqa: BLE001 - an upstream's failure is reported, not raised
                 cause = _first_leaf(exc)
-                self.error = f"{type(cause).__name__}: {cause}"[:300]
-                print(f"leanreplay: upstream {self.name!r} failed: {self.error}", file=sys.stderr)
+                self._failed(f"{type(cause).__name__}: {cause}")
             finally:
                 self.client = None
             if not counted:
                 self.attempts += 1
-            if not started:
-                task_status.started()
-                started = True
+            self.ready.set()
             if self.restarts >= MAX_RESTARTS:
                 return
             await self._lost.wait()  # a call found the connection lost: restart once
@@ -237,7 +255,7 @@ class Upstream:
             return False
         target = self.attempts + 1
         self._lost.set()
-        with anyio.move_on_after(START_TIMEOUT_S):
+        with anyio.move_on_after(self.start_timeout):
             while self.attempts < target:
                 await anyio.sleep(0.02)
         return self.client is not None
@@ -245,7 +263,8 @@ class Upstream:
     async def call(
         self, tool: str, arguments: dict[str, Any], context: Context[Any, Any] | None
     ) -> CallToolResult:
-        """Forward one call; the upstream's result (an error result too) comes back as is."""
+        """Forward one call; the upstream's result (an error result too) comes back as is.
+        A call unanswered after ``call_timeout`` seconds is a tool error naming the upstream."""
         client = self.client
         if client is None:
             raise ToolError(
@@ -259,19 +278,34 @@ class Upstream:
                     await context.report_progress(progress, total, message)
 
         try:
-            return await client.call_tool(tool, arguments, progress_callback=relay)
+            return await client.call_tool(
+                tool, arguments, read_timeout_seconds=self.call_timeout, progress_callback=relay
+            )
         except Exception as exc:  # noqa: BLE001 - every failure becomes a sentence for the model
+            if isinstance(exc, MCPError) and exc.error.code == REQUEST_TIMEOUT:
+                raise ToolError(
+                    f"upstream server {self.name!r} did not answer {tool} within "
+                    f"{self.call_timeout:g} s; the call was cancelled"
+                ) from None
             if not _connection_lost(exc):
-                raise ToolError(f"upstream {self.name!r} refused {tool}: {exc}") from None
+                raise ToolError(
+                    f"upstream server {self.name!r} answered {tool} with an error: {_said(exc)}"
+                ) from None
             back = await self.restart()
             raise ToolError(
-                f"upstream server {self.name!r} stopped during {tool} ({exc}); "
+                f"upstream server {self.name!r} stopped during {tool} ({_said(exc)}); "
                 + (
                     "it was restarted: call the tool again"
                     if back
                     else "it could not be restarted, so its tools are unavailable"
                 )
             ) from None
+
+
+def _said(what: object) -> str:
+    """Text that came from an upstream (an error, a reason), as one bounded line with quotes
+    and unprintable characters escaped: it goes into the prompt and onto stderr."""
+    return quote(str(what), limit=500)[1:-1]
 
 
 async def _all_tools(client: Client) -> list[Tool]:
@@ -281,23 +315,38 @@ async def _all_tools(client: Client) -> list[Tool]:
         page = await client.list_tools(cursor=cursor)
         tools += page.tools
         cursor = page.next_cursor
-        if not cursor:
+        if not cursor or len(tools) > MAX_UPSTREAM_TOOLS:
             break
     return tools
 
 
 class Upstreams:
-    """The upstream servers of one gateway; ``async with`` starts and stops them all."""
+    """The upstream servers of one gateway; ``async with`` starts them all at once and
+    waits at most ``start_timeout`` seconds for them together."""
 
-    def __init__(self, specs: list[UpstreamSpec]) -> None:
-        self.servers = {spec.name: Upstream(spec) for spec in specs}
+    def __init__(
+        self,
+        specs: list[UpstreamSpec],
+        *,
+        start_timeout: float = START_TIMEOUT_S,
+        call_timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
+        self.servers = {
+            spec.name: Upstream(spec, start_timeout=start_timeout, call_timeout=call_timeout)
+            for spec in specs
+        }
+        self.start_timeout = start_timeout
         self._group: Any = None
 
     async def __aenter__(self) -> Upstreams:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         for upstream in self.servers.values():
-            await self._group.start(upstream.supervise)
+            self._group.start_soon(upstream.supervise)
+        # Each supervisor bounds its own start; this bounds them all, started side by side.
+        with anyio.move_on_after(self.start_timeout + 1):
+            for upstream in self.servers.values():
+                await upstream.ready.wait()
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
@@ -306,29 +355,60 @@ class Upstreams:
         return result
 
 
+def _admitted(upstream: Upstream) -> tuple[list[Tool], list[str]]:
+    """The tools of ``upstream`` the index can take, and a line for each left out: a name
+    no provider accepts, a name listed twice (the first is kept), past `MAX_UPSTREAM_TOOLS`."""
+    kept: dict[str, Tool] = {}
+    left_out: list[str] = []
+    for tool in upstream.tools:
+        problem = tool_problem(tool)
+        if problem is not None:
+            left_out.append(problem)
+        elif tool.name in kept:
+            left_out.append(f"tool name {tool.name!r} is listed twice; the first is kept")
+        elif len(kept) >= MAX_UPSTREAM_TOOLS:
+            left_out.append(
+                f"every tool past the first {MAX_UPSTREAM_TOOLS} (the gateway's limit per server)"
+            )
+            break
+        else:
+            kept[tool.name] = tool
+    return list(kept.values()), left_out
+
+
 class GatewayServer(WorkspaceServer):
     """The workspace's tools, plus the upstream tools the model has activated."""
 
     def __init__(self, workspace: Workspace, upstreams: Upstreams) -> None:
         # exposed name -> (upstream, the upstream's own tool)
         routes: dict[str, tuple[Upstream, Tool]] = {}
+        down: list[str] = []
+        left: list[str] = []
         for upstream in upstreams.servers.values():
-            exposed = workspace.register_tools(upstream.name, upstream.tools)
-            by_name = {t.name: t for t in upstream.tools}
+            if upstream.client is None:
+                if upstream.error is None:
+                    upstream.error = f"it did not start within {upstreams.start_timeout:g} s"
+                down.append(f"- {upstream.name}: {upstream.error}")
+                continue
+            tools, left_out = _admitted(upstream)
+            for line in left_out:
+                print(f"leanreplay: upstream {upstream.name!r}: {line}", file=sys.stderr)
+            if left_out:
+                shown = "; ".join(_said(line) for line in left_out[:5])
+                more = f" (+{len(left_out) - 5} more)" if len(left_out) > 5 else ""
+                left.append(f"- {upstream.name}: {shown}{more}")
+            exposed = workspace.register_tools(upstream.name, tools)
+            by_name = {t.name: t for t in tools}
             for name, tool in zip(exposed, sorted(by_name), strict=True):
                 routes[name] = (upstream, by_name[tool])
         # Clients put a server's instructions in the system prompt: the index goes there, and
         # the servers that did not start, so the model does not look for their tools.
-        down = [
-            f"- {u.name}: {u.error or 'not started'}"
-            for u in upstreams.servers.values()
-            if u.client is None
-        ]
         notes = f"{INDEX_PREAMBLE}\n{workspace.capabilities.render()}"
         if down:
-            notes += "\n\nServers that failed to start (their tools are missing):\n" + "\n".join(
-                down
-            )
+            notes += "\n\nServers that failed to start (their tools are missing):\n"
+            notes += "\n".join(down)
+        if left:
+            notes += "\n\nTools the index could not take (they are missing):\n" + "\n".join(left)
         ours = server_instructions(tools_of(type(workspace)).values())
         super().__init__(workspace, instructions=f"{ours}\n\n{notes}")
         self.upstreams = upstreams
@@ -366,10 +446,23 @@ class GatewayServer(WorkspaceServer):
 
 
 @contextlib.asynccontextmanager
-async def gateway(workspace: Workspace, specs: list[UpstreamSpec]) -> AsyncIterator[GatewayServer]:
-    """Start the upstreams and yield the gateway server in front of them."""
-    async with Upstreams(specs) as upstreams:
-        yield GatewayServer(workspace, upstreams)
+async def gateway(
+    workspace: Workspace,
+    specs: list[UpstreamSpec],
+    *,
+    start_timeout: float = START_TIMEOUT_S,
+    call_timeout: float = CALL_TIMEOUT_S,
+) -> AsyncIterator[GatewayServer]:
+    """Start the upstreams and yield the gateway server in front of them.
+
+    Args:
+        start_timeout: seconds the upstreams get, together, to start and list their tools;
+            one that has not is left out and named in the instructions.
+        call_timeout: seconds a forwarded call may take before it is cancelled and answered
+            with a tool error that names the upstream.
+    """
+    async with Upstreams(specs, start_timeout=start_timeout, call_timeout=call_timeout) as ups:
+        yield GatewayServer(workspace, ups)
 
 
 def serve_gateway_stdio(workspace: Workspace, specs: list[UpstreamSpec]) -> None:

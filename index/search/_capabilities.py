@@ -28,7 +28,14 @@ from .._errors import InvalidArgumentError
 from ._tantivy import query_text
 from ._vocabulary import EXPANSION_WEIGHT, FILLER, related_words
 
-__all__ = ["FORMATS", "Capability", "CapabilityIndex", "summary_line", "tool_words"]
+__all__ = [
+    "FORMATS",
+    "Capability",
+    "CapabilityIndex",
+    "summary_line",
+    "tool_problem",
+    "tool_words",
+]
 
 FORMATS = ("mcp", "openai", "anthropic")
 SUMMARY_CHARS = 40  # a rendered line stays one short headline
@@ -103,7 +110,7 @@ def summary_line(description: str, limit: int = SUMMARY_CHARS) -> str:
         text = text[: match.start()]
     text = text.rstrip(".")
     if len(text) <= limit:
-        return text
+        return _printable(text)
     strong: list[int] = []
     weak: list[int] = []
     for m in _CLAUSE.finditer(text):
@@ -111,11 +118,25 @@ def summary_line(description: str, limit: int = SUMMARY_CHARS) -> str:
         if MIN_HEADLINE <= m.start() <= limit and head.count("(") == head.count(")"):
             (weak if m.group().startswith(" ") and m.group() != " - " else strong).append(m.start())
     if strong or weak:
-        return text[: (strong or weak)[-1]].rstrip(" ,;:-")
+        return _printable(text[: (strong or weak)[-1]].rstrip(" ,;:-"))
     words = text[:limit].split(" ")[:-1] or [text[: limit - 1]]  # whole words only
     while len(words) > 1 and words[-1].lower() in _DANGLING:
         words.pop()
-    return " ".join(words).rstrip(" ,;:-") + "…"
+    return _printable(" ".join(words).rstrip(" ,;:-") + "…")
+
+
+def _printable(text: str) -> str:
+    """``text`` with every unprintable character (controls such as BEL and ESC, bidi
+    overrides) written as ``\\uXXXX``: a description is another server's text, and what
+    the index renders goes into the system prompt and onto terminals."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escaped(ch) for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _definition(tool: object) -> Mapping[str, Any]:
@@ -162,6 +183,17 @@ def _parse(tool: object) -> tuple[str, str, Mapping[str, Any], Mapping[str, Any]
     )
 
 
+def tool_problem(tool: object) -> str | None:
+    """Why `CapabilityIndex.add` would refuse ``tool`` (a bad name, no schema, not an
+    object), or None: the gateway leaves such a tool out and names it, instead of losing the
+    whole server."""
+    try:
+        _parse(tool)
+    except InvalidArgumentError as exc:
+        return str(exc)
+    return None
+
+
 def _expanded(text: str) -> str:
     """Query syntax for ``text`` (already made safe by `query_text`): its words, camelCase
     and snake_case split, filler dropped, plus the related words of each at a lower weight."""
@@ -204,13 +236,15 @@ class CapabilityIndex:
     Args:
         tools: definitions in MCP, OpenAI or Anthropic form (dicts or SDK objects).
         server: the server these ``tools`` belong to.
+        reserved: names no tool is exposed under (the meta-tools that serve the index).
 
-    More servers join with `add`. Names stay unique: a tool whose name is taken is exposed
-    as ``<server>_<name>``.
+    More servers join with `add`. Names stay unique: a tool whose name is taken (or
+    reserved) is exposed as ``<server>_<name>``.
     """
 
     tools: Iterable[object] = ()
     server: str = "leanreplay"
+    reserved: frozenset[str] = frozenset()
     _items: list[Capability] = field(default_factory=list, init=False, repr=False)
     _by_name: dict[str, Capability] = field(default_factory=dict, init=False, repr=False)
     _index: Any = field(default=None, init=False, repr=False)
@@ -251,10 +285,10 @@ class CapabilityIndex:
                         f"the capability index holds at most {MAX_TOOLS} tools"
                     )
                 unique = name
-                if unique in self._by_name:
+                if self._taken(unique):
                     unique = f"{server_name}_{name}"[:MAX_NAME_CHARS]
                     n = 2
-                    while unique in self._by_name:
+                    while self._taken(unique):
                         unique = f"{server_name}_{name}"[: MAX_NAME_CHARS - 3] + f"_{n}"
                         n += 1
                 cap = Capability(unique, server_name, name, description, schema, annotations)
@@ -264,6 +298,9 @@ class CapabilityIndex:
                 exposed.append(unique)
             self._index = None  # rebuilt on the next search
         return exposed
+
+    def _taken(self, name: str) -> bool:
+        return name in self._by_name or name in self.reserved
 
     def get(self, name: str) -> Capability:
         try:
