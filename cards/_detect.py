@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Literal
 
@@ -10,11 +11,16 @@ import magic
 __all__ = ["HEAD_BYTES", "READABLE_ARCHIVES", "Kind", "kind_of", "named_text", "sniff"]
 
 HEAD_BYTES = 16 * 1024  # enough for libmagic to see OOXML part names; constant per card
+SNIFF_MEMO_ENTRIES = 1024  # verdicts remembered by the digest of the head they were given
 
 Kind = Literal["pdf", "image", "text", "archive", "document", "audio", "video", "binary"]
 
 _lock = threading.Lock()
 _magic: magic.Magic | None = None
+# libmagic's text tests cost milliseconds on a 16 KiB head of text, more than a whole file_read;
+# its verdict depends on the head alone, so a head seen before (a file read again, a log that
+# only grew) is answered from here. Insertion order is recency order (a hit moves to the end).
+_memo: dict[bytes, tuple[str, str | None]] = {}
 
 _TEXT_APPLICATIONS = {
     "application/json",
@@ -69,6 +75,21 @@ def _instance() -> magic.Magic:
 
 def sniff(head: bytes) -> tuple[str, str | None]:
     """MIME type and charset (None for binary) of a file that starts with ``head``."""
+    key = hashlib.sha256(head).digest()
+    with _lock:
+        verdict = _memo.pop(key, None)
+        if verdict is not None:
+            _memo[key] = verdict
+            return verdict
+    verdict = _ask_libmagic(head)
+    with _lock:
+        _memo[key] = verdict
+        while len(_memo) > SNIFF_MEMO_ENTRIES:
+            del _memo[next(iter(_memo))]
+    return verdict
+
+
+def _ask_libmagic(head: bytes) -> tuple[str, str | None]:
     try:
         answer = _instance().from_buffer(head)
     except magic.MagicException:

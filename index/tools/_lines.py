@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import threading
 import time
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
@@ -52,6 +54,7 @@ __all__ = [
 
 BLOCK = 256 * 1024  # bytes per counted block: a random read scans at most one
 CHUNK = 16 * BLOCK  # bytes per scan task: 4 MiB keeps memory flat and the cores busy
+_AHEAD = 4  # scan tasks queued ahead of the one being summed
 MAX_READ_LINES = 2000  # lines per file_read call (the convention of coding agents)
 MAX_READ_CHARS = 40_000  # chars per file_read call
 MAX_LINE_CHARS = 2000  # a longer line is cut with a note
@@ -60,7 +63,13 @@ MAX_SEARCH_SECONDS = 20.0
 INDEX_VERSION = 1
 _WINDOW = 64 * 1024
 _FINGERPRINT_BYTES = 4096
+MEMO_FILES = 64  # line indexes a process keeps loaded, most recently used first to stay
 _save_lock = threading.Lock()
+# Loading an index from disk (its JSON header, fingerprint and running sums) costs more than a
+# random read itself; a process that reads one file again (an MCP server) keeps it here, keyed
+# by the file's identity: size, times, inode and its first and last 4 KiB, as `verify` sees it.
+_memo: dict[str, tuple[tuple[object, ...], bytes, list[int], int | None]] = {}
+_memo_lock = threading.Lock()
 
 
 def _changed(path: str) -> FileChangedError:
@@ -70,33 +79,50 @@ def _changed(path: str) -> FileChangedError:
     )
 
 
-def _read_into(fd: int, buf: bytearray, size: int, offset: int) -> memoryview:
-    """``size`` bytes at ``offset`` in the reused ``buf``; fewer only if the file is shorter."""
-    view = memoryview(buf)[:size]
-    if _preadv is not None:
-        got = _preadv(fd, [view], offset)
-        return view[:got]
-    data = os.pread(fd, size, offset)
-    view[: len(data)] = data
-    return view[: len(data)]
+class _Scratch:
+    """One scanning thread's reused buffers, a block each: the bytes and the block's
+    newline mask stay in the core's cache between the read and the count."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray(BLOCK)
+        self.view = memoryview(self.buf)
+        if _np is not None:
+            self.bytes = _np.frombuffer(self.buf, dtype=_np.uint8)
+            self.mask = _np.empty(BLOCK, dtype=_np.bool_)
+
+
+def _count_block_numpy(scratch: _Scratch) -> int:
+    assert _np is not None
+    _np.equal(scratch.bytes, 10, out=scratch.mask)
+    return int(_np.count_nonzero(scratch.mask))
+
+
+def _count_block_bytes(scratch: _Scratch) -> int:
+    return scratch.buf.count(b"\n")
+
+
+_count_block: Callable[[_Scratch], int] = (
+    _count_block_numpy if _np is not None else _count_block_bytes
+)
+
+
+def _count_span(fd: int, begin: int, end: int, scratch: _Scratch) -> list[int] | None:
+    """Newlines in each complete block of ``begin``..``end``; None if the file came up short."""
+    counts = []
+    for offset in range(begin, end, BLOCK):
+        if _preadv is not None:
+            got = _preadv(fd, [scratch.view], offset)
+        else:  # pragma: no cover - a platform without preadv
+            data = os.pread(fd, BLOCK, offset)
+            scratch.view[: len(data)] = data
+            got = len(data)
+        if got < BLOCK:
+            return None
+        counts.append(_count_block(scratch))
+    return counts
 
 
 _preadv = getattr(os, "preadv", None)
-
-
-def _count_block_numpy(view: Any) -> list[int]:
-    assert _np is not None
-    eq = _np.frombuffer(view, dtype=_np.uint8) == 10
-    return [int(_np.count_nonzero(eq[i : i + BLOCK])) for i in range(0, len(eq), BLOCK)]
-
-
-def _count_block_bytes(view: Any) -> list[int]:
-    return [bytes(view[i : i + BLOCK]).count(b"\n") for i in range(0, len(view), BLOCK)]
-
-
-_count_blocks: Callable[[Any], list[int]] = (
-    _count_block_numpy if _np is not None else _count_block_bytes
-)
 
 
 class LineIndex:
@@ -124,7 +150,30 @@ class LineIndex:
         tail = os.pread(self.file.fd, end - start, start)
         return hashlib.sha256(head + b"|" + tail).hexdigest()
 
+    def _identity(self) -> tuple[object, ...]:
+        f = self.file
+        return (f.size, f.mtime_ns, f.ctime_ns, f.dev, f.ino, self._edges)
+
+    def _remember(self) -> None:
+        entry = (self._identity(), self.counts.tobytes(), self.cumulative(), self._tail)
+        with _memo_lock:
+            _memo.pop(self.cache_path, None)
+            _memo[self.cache_path] = entry
+            while len(_memo) > MEMO_FILES:
+                del _memo[next(iter(_memo))]
+
+    def _recall(self) -> bool:
+        with _memo_lock:
+            entry = _memo.get(self.cache_path)
+        if entry is None or entry[0] != self._identity():
+            return False
+        self.counts.frombytes(entry[1])
+        self._cumulative, self._tail = entry[2], entry[3]
+        return True
+
     def _load(self) -> None:
+        if self._recall():
+            return
         try:
             with open(self.cache_path, "rb") as f:
                 header = json.loads(f.readline())
@@ -153,6 +202,7 @@ class LineIndex:
         self.counts = counts
         if old_size == self.file.size and isinstance(header.get("tail_newlines"), int):
             self._tail = header["tail_newlines"]  # same size and mtime: the tail is unchanged
+        self._remember()
 
     def _read_edges(self) -> bytes:
         end = self.file.size
@@ -201,6 +251,7 @@ class LineIndex:
                 f.write(json.dumps(header).encode() + b"\n")
                 f.write(self.counts.tobytes())
             os.replace(tmp, self.cache_path)
+            self._remember()
         except OSError:  # a full or read-only home: the index is only a cache; reads go on
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -230,31 +281,33 @@ class LineIndex:
         start = len(self.counts) * BLOCK
         limit = total * BLOCK
         known = self.scanned_newlines()
-        buffers = [bytearray(CHUNK), bytearray(CHUNK)]  # one per thread, reused
+        local = threading.local()
 
-        def count(task: tuple[int, int, int]) -> list[int]:
-            slot, begin, end = task
-            view = _read_into(self.file.fd, buffers[slot], end - begin, begin)
-            if len(view) < end - begin:
+        def count(begin: int) -> list[int]:
+            scratch = getattr(local, "scratch", None)
+            if scratch is None:
+                scratch = local.scratch = _Scratch()
+            counts = _count_span(self.file.fd, begin, min(begin + CHUNK, limit), scratch)
+            if counts is None:
                 raise _changed(self.shown_path)
-            try:
-                return _count_blocks(view)
-            finally:
-                view.release()
+            return counts
 
+        # A steady queue of chunks for two threads (NumPy and preadv release the GIL), a few
+        # ahead of the one being summed, so a read that needs only the head stops early.
+        chunks = iter(range(start, limit, CHUNK))
         with ThreadPoolExecutor(2) as pool:
-            while start < limit:
-                # Two chunks at a time: one per core.
-                spans = [
-                    (slot, s, min(s + CHUNK, limit))
-                    for slot, s in enumerate(range(start, min(start + 2 * CHUNK, limit), CHUNK))
-                ]
-                for counts in pool.map(count, spans):
+            pending = deque(pool.submit(count, b) for b in itertools.islice(chunks, _AHEAD))
+            try:
+                while pending:
+                    counts = pending.popleft().result()
                     self.counts.extend(counts)
                     known += sum(counts)
-                start = spans[-1][2]
-                if until_newlines is not None and known >= until_newlines:
-                    break
+                    if until_newlines is not None and known >= until_newlines:
+                        break
+                    pending.extend(pool.submit(count, b) for b in itertools.islice(chunks, 1))
+            finally:
+                for future in pending:
+                    future.cancel()
         self._cumulative = None
         self.save()
 
@@ -263,6 +316,8 @@ class LineIndex:
         if self._tail is None:
             start = self.complete_blocks * BLOCK
             self._tail = self.pread(BLOCK, start).count(b"\n")
+            if len(self.counts) == self.complete_blocks:
+                self._remember()
         return self._tail
 
     def total_newlines(self) -> int | None:
@@ -488,28 +543,34 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
         pieces.append(chunk)
         newlines += found
     data = b"".join(reversed(pieces))
-    raw_lines = data.split(b"\n") if size > 0 else []  # "\n" alone is one empty line
     notes: list[str] = []
     if pos > 0 and newlines < count:
         notes.append(
             f"read the last {MAX_TAIL_SCAN_BYTES:,} bytes only; the first line shown is cut"
         )
-    texts = []
-    for raw in raw_lines:
-        text = _decode(raw.removesuffix(b"\r"))
-        if len(text) > MAX_LINE_CHARS:
-            text = text[:MAX_LINE_CHARS] + " [... line cut]"
-        texts.append(text)
+    # One decode for all the lines: a newline always ends a UTF-8 sequence, so each line
+    # decodes as it would alone.
+    texts = (
+        [
+            t if len(t) <= MAX_LINE_CHARS else t[:MAX_LINE_CHARS] + " [... line cut]"
+            for t in (line.removesuffix("\r") for line in _decode(data).split("\n"))
+        ]
+        if size > 0
+        else []  # "\n" alone is one empty line
+    )
     # Keep the last lines that fit in the char budget.
-    kept: list[str] = []
-    chars = 0
-    for text in reversed(texts):
-        if kept and chars + len(text) > MAX_READ_CHARS:
-            notes.append(f"stopped at {MAX_READ_CHARS:,} chars: {len(kept)} lines shown")
-            break
-        kept.append(text)
-        chars += len(text)
-    kept.reverse()
+    if sum(map(len, texts)) <= MAX_READ_CHARS:
+        kept = texts
+    else:
+        kept = []
+        chars = 0
+        for text in reversed(texts):
+            if kept and chars + len(text) > MAX_READ_CHARS:
+                notes.append(f"stopped at {MAX_READ_CHARS:,} chars: {len(kept)} lines shown")
+                break
+            kept.append(text)
+            chars += len(text)
+        kept.reverse()
     total = index.total_lines()
     if total is not None:
         first = total - len(kept) + 1
@@ -525,7 +586,7 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
         "start_line": numbers[0] if kept else None,
         "end_line": numbers[-1] if kept else None,
         "total_lines": total,
-        "content": "\n".join(f"{n}\t{t}" for n, t in zip(numbers, kept, strict=True)),
+        "content": "\n".join(map("{}\t{}".format, numbers, kept)),
         "notes": notes,
         "next": None,
     }

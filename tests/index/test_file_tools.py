@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import magic
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,14 @@ def ws(tmp_path: Path) -> Workspace:
     root = tmp_path / "root"
     root.mkdir()
     return Workspace(tmp_path / "home", [root])
+
+
+@pytest.fixture(scope="module")
+def one_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """One workspace for the examples of a property (a fresh store per example is slow)."""
+    base = tmp_path_factory.mktemp("files")
+    (base / "root").mkdir()
+    return Workspace(base / "home", [base / "root"])
 
 
 def write(ws: Workspace, name: str, data: bytes) -> str:
@@ -158,10 +167,11 @@ def test_index_of_a_grown_log_resumes_and_of_a_rewritten_file_restarts(ws: Works
 
 def test_numpy_and_bytes_counters_agree() -> None:
     assert _lines._np is not None, "numpy is a regular dependency"
-    data = bytes(os.urandom(3 * BLOCK + 123))
-    assert _lines._count_block_numpy(memoryview(data)) == _lines._count_block_bytes(
-        memoryview(data)
-    )
+    scratch = _lines._Scratch()
+    for _ in range(3):
+        scratch.buf[:] = os.urandom(BLOCK)
+        expected = bytes(scratch.buf).count(b"\n")
+        assert _lines._count_block_numpy(scratch) == _lines._count_block_bytes(scratch) == expected
 
 
 @settings(max_examples=60, deadline=None)
@@ -282,6 +292,31 @@ def test_negative_start_reads_the_last_lines_like_splitlines(
         assert numbers == list(range(len(every) - len(expected) + 1, len(every) + 1))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    body=st.lists(
+        st.sampled_from([b"a", b"\n", b"\r", b"\xe2\x82", b"\xac", b"\xff", "é".encode()]),
+        min_size=1,
+        max_size=40,
+    ).map(lambda parts: b"log " + b"".join(parts)),  # a head libmagic takes for text
+    count=st.integers(min_value=1, max_value=30),
+)
+def test_tail_decodes_each_line_as_it_would_alone(
+    one_ws: Workspace, body: bytes, count: int
+) -> None:
+    # Broken UTF-8 beside newlines: the tail and a forward read show the same text per line.
+    ws = one_ws
+    (Path(ws.roots[0]) / "t.txt").write_bytes(body)
+    raws = body.split(b"\n")
+    if body.endswith(b"\n"):
+        raws = raws[:-1]
+    expected = [r.removesuffix(b"\r").decode("utf-8", "replace") for r in raws][-count:]
+    tail = ws.file_read("t.txt", start_line=-count)
+    assert [row.split("\t", 1)[1] for row in tail["content"].split("\n")] == expected
+    forward = ws.file_read("t.txt", start_line=len(raws) - len(expected) + 1)
+    assert forward["content"] == tail["content"]
+
+
 def test_tail_is_numbered_exactly_once_the_index_knows_the_total(ws: Workspace) -> None:
     lines = [f"line {i} " + "." * 190 for i in range(1, 3001)]  # 600 KB: several blocks
     name = write(ws, "log.txt", ("\n".join(lines) + "\n").encode())
@@ -354,3 +389,31 @@ def test_a_log_whose_head_is_nul_bytes_is_still_read_as_text(ws: Workspace) -> N
     # What a writer leaves after logrotate's copytruncate: a hole of NULs, then new lines.
     name = write(ws, "app.log", b"\0" * 8192 + b"\nrestarted\nserving\n")
     assert ws.file_read(name, start_line=2)["content"] == "2\trestarted\n3\tserving"
+
+
+def test_libmagic_is_asked_once_per_head_not_once_per_read(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The regression of 3b23ac5: every read asked libmagic again (milliseconds on text).
+    asked: list[int] = []
+    real = magic.Magic.from_buffer
+
+    def counting(self: magic.Magic, buffer: bytes | str) -> str:
+        asked.append(len(buffer))
+        return real(self, buffer)
+
+    monkeypatch.setattr(magic.Magic, "from_buffer", counting)
+    head = "".join(f"{os.urandom(8).hex()} request {i} served\n" for i in range(1000))
+    name = write(ws, "fresh.log", head.encode())
+    for start in (1, 500, -10):
+        ws.file_read(name, start_line=start)
+    ws.file_search(name, "served")
+    assert len(asked) == 1
+    # A log that grew past its head keeps the verdict; one whose head changed is asked again.
+    with (Path(ws.roots[0]) / name).open("ab") as f:
+        f.write(b"appended line\n" * 100)
+    ws.file_read(name, start_line=-5)
+    assert len(asked) == 1
+    write(ws, name, b"rewritten " + head.encode())
+    ws.file_read(name)
+    assert len(asked) == 2
