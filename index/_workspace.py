@@ -48,13 +48,13 @@ from .store._home import mark_home
 from .store._ingest import IngestReport, ingest_paths
 from .store._pages import MAX_READ_CHARS, read_original
 from .store._store import ConversationInfo, ConversationStats, Store, check_id
-from .tools._archives import extract_member, list_archive
+from .tools._archives import extract_member, list_archive, member_sources
 from .tools._docs import read_parts
 from .tools._images import view_image
 from .tools._kinds import CacheDirs
 from .tools._lines import MAX_READ_LINES, find_in_text, read_text
 from .tools._listing import list_folder
-from .tools._paths import Roots, open_confined, resolve_roots, root_notices
+from .tools._paths import Roots, admitted, open_confined, resolve_roots, root_notices
 from .tools._pdfread import pdf_info
 from .tools._pdftext import ProgressCallback
 from .tools._tables import query_table_file, read_table
@@ -190,17 +190,29 @@ class Workspace:
         ):
             raise NotFoundError(f"no file at {shown!r}; check the name")
 
+    def _member_gate(self, real: str, shown: str) -> None:
+        # A member is read as its archive is: only by whoever may read one of the archives it
+        # was extracted from (an attachment of an allowed conversation, or a file in the roots).
+        members = os.path.realpath(self.members_dir)
+        if real == members:
+            return  # the folder itself: each member in it is gated
+        own = os.path.join(members, os.path.relpath(real, members).split(os.sep, 1)[0])
+        sources = [s for s in member_sources(members, real) if not s.startswith(own + os.sep)]
+        if not any(admitted(source, self.roots) for source in sources):
+            raise NotFoundError(f"no file at {shown!r}; check the name")
+
     def _resolve(self, roots: Iterable[str | os.PathLike[str]]) -> Roots:
         # Saved attachments are readable by the file tools, whatever roots were given, but only
-        # those of the allowed conversations; nothing else of the home is ever served, except
-        # archive members extracted for the tools (under hashed names, never their own).
+        # those of the allowed conversations, and archive members extracted for the tools only
+        # by whoever may read their archive; nothing else of the home is ever served.
         saved = [d for d in (self.attachments_dir, self.members_dir) if os.path.isdir(d)]
         return Roots(
             resolve_roots([*(os.path.expanduser(os.fspath(r)) for r in roots), *saved]),
             private=[os.path.realpath(self.home)],
-            attachments=os.path.realpath(self.attachments_dir),
-            gate=self._attachment_gate,
-            public=[os.path.realpath(self.members_dir)],
+            gates={
+                os.path.realpath(self.attachments_dir): self._attachment_gate,
+                os.path.realpath(self.members_dir): self._member_gate,
+            },
         )
 
     @property

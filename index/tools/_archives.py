@@ -3,9 +3,10 @@ and extract one member into the workspace's member cache for the other file tool
 
 Member names are hostile: they are matched as strings and never become paths. An extracted
 member is written under ``members/<hash>/`` with a sanitized base name (its extension kept, so
-the card recognizes it); absolute, ``..``, link and device members are listed but never
-extracted. Decompression is bounded per member (`MAX_RATIO` times its compressed size past a
-`MIN_MEMBER_BYTES` floor, and `MAX_MEMBER_BYTES` in all).
+the card recognizes it), and the archive it came from is recorded beside (`member_sources`), so
+that a member is served only to whoever may read its archive; absolute, ``..``, link and device
+members are listed but never extracted. Decompression is bounded per member (`MAX_RATIO` times
+its compressed size past a `MIN_MEMBER_BYTES` floor, and `MAX_MEMBER_BYTES` in all).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import IO, Any
 from .._errors import InvalidArgumentError, NotFoundError, WrongFileTypeError
 from ._paths import OpenFile, fingerprint
 
-__all__ = ["MAX_MEMBER_BYTES", "extract_member", "list_archive"]
+__all__ = ["MAX_MEMBER_BYTES", "extract_member", "list_archive", "member_sources"]
 
 MAX_RATIO = 200
 MIN_MEMBER_BYTES = 64 * 1024 * 1024
@@ -235,6 +236,7 @@ def extract_member(f: OpenFile, member: str, cache_dir: str) -> str:
     base = _SAFE.sub("_", os.path.basename(member.rstrip("/")))[-100:].lstrip(".") or "member"
     folder = os.path.join(cache_dir, key)
     target = os.path.join(folder, base)
+    _record_source(cache_dir, key, f.path)
     if os.path.exists(target):
         return target
     os.makedirs(folder, exist_ok=True)
@@ -252,6 +254,39 @@ def extract_member(f: OpenFile, member: str, cache_dir: str) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return target
+
+
+def _sources_file(cache_dir: str, key: str) -> str:
+    # Beside the member cache, not in it: the file tools never serve it.
+    return os.path.join(cache_dir + "-sources", key)
+
+
+def _record_source(cache_dir: str, key: str, archive: str) -> None:
+    """Remember that the members under ``key`` come from ``archive`` (its resolved path)."""
+    if archive in member_sources(cache_dir, os.path.join(cache_dir, key)):
+        return
+    os.makedirs(cache_dir + "-sources", exist_ok=True)
+    fd = os.open(
+        _sources_file(cache_dir, key),
+        os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+    )
+    try:
+        os.write(fd, archive.encode("utf-8", "surrogateescape") + b"\0")  # one write: atomic
+    finally:
+        os.close(fd)
+
+
+def member_sources(cache_dir: str, real: str) -> list[str]:
+    """The archives (resolved paths) that the extracted member at ``real``, a path under
+    ``cache_dir``, was extracted from: whoever may read one of them may read the member."""
+    key = os.path.relpath(real, cache_dir).split(os.sep, 1)[0]
+    try:
+        with open(_sources_file(cache_dir, key), "rb") as recorded:
+            raw = recorded.read(1024 * 1024)
+    except (OSError, ValueError):
+        return []
+    return [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
 
 
 def _missing(member: str, path: str) -> NotFoundError:

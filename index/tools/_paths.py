@@ -15,7 +15,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,6 +29,7 @@ from .._errors import (
 )
 
 __all__ = [
+    "Gate",
     "OpenFile",
     "Roots",
     "admitted",
@@ -76,40 +77,35 @@ def fingerprint(f: OpenFile) -> str:
     return h.hexdigest()[:32]
 
 
+Gate = Callable[[str, str], None]
+
+
 class Roots(tuple[str, ...]):
     """Resolved roots, and what inside them is never served: ``private`` folders (the
-    workspace's home: its store, indexes and copies), except the ``attachments`` folder,
-    where ``gate(real_path, shown_path)`` decides per file (and raises to refuse), and the
-    ``public`` folders (extracted archive members)."""
+    workspace's home: its store, indexes and copies), except the ``gates``: folders inside
+    a private one (saved attachments, extracted archive members) where ``gate(real_path,
+    shown_path)`` decides per file, and raises to refuse."""
 
     private: tuple[str, ...]
-    attachments: str | None
-    gate: Callable[[str, str], None] | None
-    public: tuple[str, ...]
+    gates: tuple[tuple[str, Gate], ...]
 
     def __new__(
         cls,
         roots: Sequence[str],
         *,
         private: Sequence[str] = (),
-        attachments: str | None = None,
-        gate: Callable[[str, str], None] | None = None,
-        public: Sequence[str] = (),
+        gates: Mapping[str, Gate] | None = None,
     ) -> Roots:
         self = super().__new__(cls, roots)
         self.private = tuple(private)
-        self.attachments = attachments
-        self.gate = gate
-        self.public = tuple(public)  # folders inside a private one that are served as is
+        self.gates = tuple((gates or {}).items())
         return self
 
     def check(self, real: str, shown: str) -> None:
-        if self.attachments is not None and _inside(self.attachments, real):
-            if self.gate is not None:
-                self.gate(real, shown)
-            return
-        if any(_inside(p, real) for p in self.public):
-            return
+        for folder, gate in self.gates:
+            if _inside(folder, real):
+                gate(real, shown)
+                return
         if any(_inside(p, real) for p in self.private):
             raise OutsideRootsError(
                 f"{shown!r} is inside the leanreplay home, whose store and indexes the file "

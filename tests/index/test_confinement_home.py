@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,52 @@ def test_root_slash_is_accepted_with_a_notice(tmp_path: Path) -> None:
             ws.file_read(str(tmp_path / "home" / "store.sqlite3"))
     with Workspace(tmp_path / "home2", [tmp_path]) as ws:
         assert not any("root '/'" in n for n in ws.notices)
+
+
+def _zip(text: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("notes/secret.txt", text)
+    return buffer.getvalue()
+
+
+def test_archive_members_are_read_only_by_whoever_may_read_the_archive(tmp_path: Path) -> None:
+    """A member extracted from conversation a's attachment is scoped like the attachment:
+    a workspace limited to b neither reads nor lists it; one rooted elsewhere neither reads
+    a member of an archive in another root."""
+    home = tmp_path / "home"
+    archive = _zip("a's plans\n")
+    data = base64.b64encode(archive).decode()
+    block = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/zip", "data": data},
+    }
+    digest = hashlib.sha256(archive).hexdigest()
+    saved = str(home / "attachments" / digest[:2] / f"{digest}.zip")
+    with Workspace(home) as ws:
+        ws.append("a", {"role": "user", "content": [block]})
+        ws.append("b", {"role": "user", "content": "no files here"})
+    with Workspace(home, conversations=["a"]) as ws:
+        read = ws.file_read(saved, member="notes/secret.txt")
+        assert read["content"] == "1\ta's plans"
+        member = read["path"]
+        assert member.startswith(str(home / "members"))
+        assert ws.file_read(member)["content"] == "1\ta's plans"  # as its next calls do
+        assert len(ws.file_list(str(home / "members"))["files"]) == 1
+    with Workspace(home, conversations=["b"]) as ws:
+        for call in (lambda: ws.file_read(member), lambda: ws.file_search(member, "plans")):
+            with pytest.raises(NotFoundError, match="no file at"):
+                call()
+        listed = ws.file_list(str(home / "members"))
+        assert listed["files"] == []
+        assert "plans" not in str(listed)
+    # Members of an archive in a root: only for workspaces whose roots hold the archive.
+    for name in ("x", "y"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "x" / "bundle.zip").write_bytes(_zip("x's plans\n"))
+    with Workspace(home, [tmp_path / "x"]) as ws:
+        member = ws.file_read("bundle.zip", member="notes/secret.txt")["path"]
+    with Workspace(home, [tmp_path / "y"]) as ws, pytest.raises(NotFoundError):
+        ws.file_read(member)
+    with Workspace(home, [tmp_path / "x"]) as ws:
+        assert ws.file_read(member)["content"] == "1\tx's plans"

@@ -206,7 +206,7 @@ def test_the_attachments_gate_sees_the_real_and_the_given_path(tmp_path: Path) -
             raise OutsideRootsError(f"{shown!r} belongs to another conversation")
 
     (attachments / "refused.png").write_text("png")
-    roots = Roots([str(root)], private=[str(home)], attachments=str(attachments), gate=gate)
+    roots = Roots([str(root)], private=[str(home)], gates={str(attachments): gate})
     with open_confined(".home/attachments/a.png", roots) as f:
         assert os.pread(f.fd, 10, 0) == b"png"
     with (
