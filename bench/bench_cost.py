@@ -48,7 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from leanreplay.index.store._importers import load
+from leanreplay.index import load_log
 from leanreplay.placeholders import ReplayPolicy, for_provider, repair_pairing, replay, result_slots
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
@@ -74,7 +74,7 @@ def conversations(folder: str) -> list[tuple[str, Messages]]:
     files = sorted(p for p in (TRANSCRIPTS / folder).rglob("*") if p.suffix in (".json", ".jsonl"))
     out = []
     for path in files:
-        for item in load(str(path)):
+        for item in load_log(str(path)):
             messages = [{**m, "id": m.get("id") or f"m{i}"} for i, m in enumerate(item.messages, 1)]
             # What an agent loop sends: the log made valid (split records joined, stubs added).
             out.append((item.conversation_id, repair_pairing(messages)[0]))

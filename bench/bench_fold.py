@@ -23,8 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from leanreplay.index import Workspace
-from leanreplay.index.store._importers import load
+from leanreplay.index import Workspace, load_log
 from leanreplay.placeholders import FoldPolicy, ReplayPolicy, content_chars, is_genuine_user
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
@@ -115,7 +114,7 @@ def turns_of(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 def largest(folder: str, pattern: str) -> tuple[Path, list[dict[str, Any]]]:
     best: tuple[int, Path, list[dict[str, Any]]] | None = None
     for path in sorted((TRANSCRIPTS / folder).rglob(pattern)):
-        for item in load(str(path)):
+        for item in load_log(str(path)):
             size = sum(content_chars(m) for m in item.messages)
             if best is None or size > best[0]:
                 best = (size, path, item.messages)

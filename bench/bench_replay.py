@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from leanreplay.index.store._importers import load
+from leanreplay.index import load_log
 from leanreplay.placeholders import ReplayPolicy, is_genuine_user, replay
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
@@ -49,7 +49,7 @@ def median_ms(fn: Callable[[], object], repeats: int = 15) -> float:
 
 def conversations_of(path: Path) -> list[tuple[str, list[dict[str, Any]]]]:
     out = []
-    for item in load(str(path)):
+    for item in load_log(str(path)):
         messages = [{**m, "id": m.get("id") or f"m{i}"} for i, m in enumerate(item.messages, 1)]
         out.append((item.conversation_id, messages))
     return out

@@ -57,10 +57,10 @@ def build(home: Path, total: int) -> dict[str, Any]:
     started = time.perf_counter()
     with Workspace(home, auto_fold=False) as ws:
         for start in range(0, BIG, 10_000):
-            ws.store.append("big", [message(i) for i in range(start, start + 10_000)])
+            ws._store.append("big", [message(i) for i in range(start, start + 10_000)])
         for c in range((total - BIG) // SMALL):
-            ws.store.append(f"c{c:04d}", [message(i) for i in range(SMALL)])
-        ws.store.append("big", [{"role": "user", "content": "zebra-needle in the last page"}])
+            ws._store.append(f"c{c:04d}", [message(i) for i in range(SMALL)])
+        ws._store.append("big", [{"role": "user", "content": "zebra-needle in the last page"}])
     return {"messages": total + 1, "build_seconds": round(time.perf_counter() - started, 1)}
 
 

@@ -28,6 +28,7 @@ from ._errors import (
     IngestError,
     InvalidArgumentError,
     NotAFileError,
+    NotALogError,
     NotFoundError,
     OutsideRootsError,
     PathError,
@@ -36,34 +37,53 @@ from ._errors import (
     WorkspaceError,
     WrongFileTypeError,
 )
+from ._shapes import SCHEMA_FORMATS
 from ._tools import tool
-from ._workspace import TOOL_NAMES, FoldResult, Workspace, tool_schemas
-from .store._importers import FORMATS
-from .store._ingest import FileReport, IngestReport
-from .store._store import ConversationInfo
+from ._workspace import (
+    SNAPSHOTS_KEPT,
+    TOOL_NAMES,
+    FoldResult,
+    SizePoint,
+    Workspace,
+    tool_schemas,
+)
+from .search._capabilities import Capability, CapabilityIndex
+from .store._importers import LOG_FORMATS, LoadedConversation, load_log
+from .store._ingest import FileReport, IngestReport, IngestStatus
+from .store._store import ConversationInfo, ConversationStats
 
 __all__ = [
     "BusyError",
+    "Capability",
+    "CapabilityIndex",
     "ConversationInfo",
     "ConversationNotFoundError",
-    "FORMATS",
+    "ConversationStats",
     "FileChangedError",
     "FileReport",
     "FoldResult",
     "ImportFormatError",
     "IngestError",
     "IngestReport",
+    "IngestStatus",
     "InvalidArgumentError",
+    "LOG_FORMATS",
+    "LoadedConversation",
     "NotAFileError",
+    "NotALogError",
     "NotFoundError",
     "OutsideRootsError",
     "PathError",
+    "SCHEMA_FORMATS",
+    "SNAPSHOTS_KEPT",
+    "SizePoint",
     "StoreError",
     "StoreVersionError",
     "TOOL_NAMES",
     "Workspace",
     "WorkspaceError",
     "WrongFileTypeError",
+    "load_log",
     "tool",
     "tool_schemas",
 ]

@@ -24,6 +24,7 @@ from typing import Any, TypeVar, overload
 import pydantic
 
 from ._errors import InvalidArgumentError
+from ._shapes import SCHEMA_FORMATS, check_schema_format, tool_shape
 from .tools._pdftext import ProgressCallback
 
 __all__ = [
@@ -73,10 +74,6 @@ def reporting_progress(
 
 
 MAX_INT = 2**63 - 1  # larger integers in tool arguments are refused before any use
-
-# The function-calling shapes `schemas` writes: OpenAI Chat Completions tools, OpenAI
-# Responses API function tools, Anthropic Messages tools, MCP tool definitions.
-SCHEMA_FORMATS = ("openai", "openai-responses", "anthropic", "mcp")
 
 _MARK = "__leanreplay_tool__"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -176,41 +173,11 @@ def _spec(tools: Mapping[str, ToolSpec], name: str) -> ToolSpec:
 
 def schemas(tools: Iterable[ToolSpec], format: str = "mcp") -> list[dict[str, Any]]:
     """Schemas of ``tools`` in one of `SCHEMA_FORMATS`."""
-    if format not in SCHEMA_FORMATS:
-        raise InvalidArgumentError(
-            f"format must be {', '.join(SCHEMA_FORMATS[:-1])} or {SCHEMA_FORMATS[-1]}, "
-            f"got {format!r}"
-        )
-    out: list[dict[str, Any]] = []
-    for spec in tools:
-        schema = spec.input_schema()
-        if format == "openai":
-            function = {"name": spec.name, "description": spec.description, "parameters": schema}
-            out.append({"type": "function", "function": function})
-        elif format == "openai-responses":
-            # The Responses API's FunctionToolParam; strict mode would demand every property
-            # be required, which optional arguments with defaults are not.
-            out.append(
-                {
-                    "type": "function",
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": schema,
-                    "strict": False,
-                }
-            )
-        elif format == "anthropic":
-            out.append({"name": spec.name, "description": spec.description, "input_schema": schema})
-        else:
-            out.append(
-                {
-                    "name": spec.name,
-                    "description": spec.description,
-                    "inputSchema": schema,
-                    "annotations": {"readOnlyHint": True},
-                }
-            )
-    return out
+    check_schema_format(format)
+    return [
+        tool_shape(format, t.name, t.description, t.input_schema(), {"readOnlyHint": True})
+        for t in tools
+    ]
 
 
 def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:

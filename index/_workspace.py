@@ -144,9 +144,9 @@ class Workspace:
         self._roots = self._resolve(roots)
         self.notices = root_notices(self._roots)  # for the operator: the CLI prints them
         self.allowed = frozenset(conversations) if conversations is not None else None
-        self.store = Store(self.home)
+        self._store = Store(self.home)
         self._life = Conversations(
-            self.store,
+            self._store,
             self.home,
             fold_policy=fold_policy or FoldPolicy(),
             summarizer=summarizer or OfflineSummarizer(),
@@ -185,7 +185,7 @@ class Workspace:
         self._life.auto_fold = value
 
     def _attachment_gate(self, real: str, shown: str) -> None:
-        if self.allowed is not None and not self.allowed & self.store.attachment_owners(
+        if self.allowed is not None and not self.allowed & self._store.attachment_owners(
             os.path.basename(real)
         ):
             raise NotFoundError(f"no file at {shown!r}; check the name")
@@ -222,7 +222,7 @@ class Workspace:
         return self._roots if override is None else override
 
     def close(self) -> None:
-        self.store.close()
+        self._store.close()
         self._page_index = None
         self._message_index = None
 
@@ -242,12 +242,12 @@ class Workspace:
 
     def conversations(self) -> list[str]:
         """Ids of the stored conversations this workspace may see."""
-        ids = self.store.conversation_ids()
+        ids = self._store.conversation_ids()
         return [i for i in ids if self.allowed is None or i in self.allowed]
 
     def info(self, conversation_id: str) -> ConversationInfo:
         """Source, format, importer notes and message count of a conversation."""
-        return self.store.info(self._visible(conversation_id))
+        return self._store.info(self._visible(conversation_id))
 
     def ingest(
         self,
@@ -258,7 +258,7 @@ class Workspace:
         progress: Callable[[int, int, str], None] | None = None,
         fold: bool = True,
     ) -> IngestReport:
-        """Import agent logs (see `FORMATS`): files, globs and folders (every file with a log
+        """Import agent logs (see `LOG_FORMATS`): files, globs and folders (every file with a log
         suffix under it, recursively, in sorted order). A Claude Code project folder gives
         every session.
 
@@ -283,7 +283,7 @@ class Workspace:
             InvalidArgumentError: an unknown format, or a conversation id with several files.
         """
         return ingest_paths(
-            self.store,
+            self._store,
             paths,
             format=format,
             conversation_id=conversation_id,
@@ -379,8 +379,8 @@ class Workspace:
         """Message count, last position, last id and last write time of each visible
         conversation (or of one), from the store's indexes: fast on millions of messages."""
         if conversation_id is not None:
-            return [self.store.stats_of(self._visible(conversation_id))]
-        return [s for s in self.store.stats() if self.allowed is None or s.id in self.allowed]
+            return [self._store.stats_of(self._visible(conversation_id))]
+        return [s for s in self._store.stats() if self.allowed is None or s.id in self.allowed]
 
     def message_page(
         self, conversation_id: str, *, before: int | None = None, limit: int = 50
@@ -389,25 +389,25 @@ class Workspace:
         tail when None), in order: a page of a conversation of any length."""
         cid = self._visible(conversation_id)
         check_int("limit", limit, minimum=1, error=InvalidArgumentError)
-        return [(m.seq, m.message()) for m in self.store.messages_page(cid, before, limit)]
+        return [(m.seq, m.message()) for m in self._store.messages_page(cid, before, limit)]
 
     def message_position(self, conversation_id: str, message_id: str) -> int:
         """The 1-based position of a message in its conversation."""
         cid = self._visible(conversation_id)
-        return self.store.message(cid, check_id("message_id", message_id)).seq
+        return self._store.message(cid, check_id("message_id", message_id)).seq
 
     def raw_message(self, conversation_id: str, message_id: str) -> str:
         """A message's stored JSON text, exactly as stored."""
         cid = self._visible(conversation_id)
-        return self.store.message(cid, check_id("message_id", message_id)).body
+        return self._store.message(cid, check_id("message_id", message_id)).body
 
     def stored_chars(self, conversation_id: str, *, after: int = 0) -> int:
         """Content chars of the messages after position ``after`` (sizes kept at append)."""
-        return self.store.chars_after(self._visible(conversation_id), after)
+        return self._store.chars_after(self._visible(conversation_id), after)
 
     def attachment_cards(self, conversation_id: str) -> dict[tuple[str, int], str]:
         """The card of each saved inline attachment, by (message id, block index)."""
-        return self.store.attachment_cards(self._visible(conversation_id))
+        return self._store.attachment_cards(self._visible(conversation_id))
 
     def size_series(
         self,
@@ -514,7 +514,7 @@ class Workspace:
     @property
     def _messages_index(self) -> MessageIndex:
         if self._message_index is None:
-            self._message_index = MessageIndex(self.home, self.store)
+            self._message_index = MessageIndex(self.home, self._store)
         return self._message_index
 
     def _member_path(self, path: str, member: str | None) -> str:
@@ -805,7 +805,7 @@ class Workspace:
         cid = self._visible(conversation_id)
         mid = check_id("message_id", message_id)
         return read_original(
-            self.store, cid, mid, tool_call_id, part, offset, max_chars, self.attachments_dir
+            self._store, cid, mid, tool_call_id, part, offset, max_chars, self.attachments_dir
         )
 
     @tool

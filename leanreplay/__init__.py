@@ -28,6 +28,7 @@ from .index import (
 from .placeholders import (
     CallableSummarizer,
     FoldPolicy,
+    InvalidPolicyError,
     OfflineSummarizer,
     PairWindow,
     PlaceholderError,
@@ -55,6 +56,7 @@ __all__ = [
     "FoldPolicy",
     "FoldResult",
     "IngestReport",
+    "InvalidPolicyError",
     "OfflineSummarizer",
     "PairWindow",
     "PlaceholderError",

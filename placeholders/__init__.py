@@ -15,7 +15,7 @@ from ._compact import (
     compact_turn,
     structured_summary,
 )
-from ._errors import InvalidMessagesError, PlaceholderError
+from ._errors import InvalidMessagesError, InvalidPolicyError, PlaceholderError
 from ._fold import (
     DEFAULT_FOLD_THRESHOLD_CHARS,
     DEFAULT_KEEP_LAST,
@@ -83,6 +83,7 @@ __all__ = [
     "FoldPolicy",
     "INPUT_MARKER",
     "InvalidMessagesError",
+    "InvalidPolicyError",
     "MESSAGE_KEYS",
     "OfflineSummarizer",
     "PLACEHOLDER_MARKER",

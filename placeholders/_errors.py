@@ -2,13 +2,20 @@
 
 PlaceholderError
 ├── InvalidMessagesError   a message list is not in a shape replay understands
+├── InvalidPolicyError     a `ReplayPolicy` or `FoldPolicy` field is out of its range or type
 ├── PairWindowError        a pair window argument is invalid; the window is unchanged
 └── SummarizerError        a summarizer failed, timed out or answered nothing usable
 """
 
 from __future__ import annotations
 
-__all__ = ["InvalidMessagesError", "PairWindowError", "PlaceholderError", "SummarizerError"]
+__all__ = [
+    "InvalidMessagesError",
+    "InvalidPolicyError",
+    "PairWindowError",
+    "PlaceholderError",
+    "SummarizerError",
+]
 
 
 class PlaceholderError(Exception):
@@ -17,6 +24,11 @@ class PlaceholderError(Exception):
 
 class InvalidMessagesError(PlaceholderError, ValueError):
     """A message list is not in a shape replay understands; the message says where."""
+
+
+class InvalidPolicyError(PlaceholderError, ValueError):
+    """A `ReplayPolicy` or `FoldPolicy` field is out of its range or of the wrong type; the
+    message names the field, the rule and the value."""
 
 
 class PairWindowError(PlaceholderError, ValueError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._checks import check_int
-from ._errors import SummarizerError
+from ._errors import InvalidPolicyError, SummarizerError
 from ._replay import call_inputs, read_call
 from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
 
@@ -55,7 +55,7 @@ class FoldPolicy:
 
     def __post_init__(self) -> None:
         for name, minimum in (("threshold_chars", 1), ("keep_last", 1), ("max_summary_chars", 200)):
-            check_int(name, getattr(self, name), minimum=minimum)
+            check_int(name, getattr(self, name), minimum=minimum, error=InvalidPolicyError)
 
 
 def fold_boundary(

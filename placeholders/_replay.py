@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._checks import check_int
-from ._errors import InvalidMessagesError
+from ._errors import InvalidMessagesError, InvalidPolicyError
 from ._pairing import BLOCK_IDS_KEY, repair_pairing
 from ._shapes import (
     ITEM_ROLES,
@@ -128,28 +128,28 @@ class ReplayPolicy:
             ("min_savings", 0),
             ("pressure_chars", 1),
         ):
-            check_int(name, getattr(self, name), minimum=minimum, error=InvalidMessagesError)
+            check_int(name, getattr(self, name), minimum=minimum, error=InvalidPolicyError)
         if self.preview_chars > MAX_PREVIEW_CHARS:
-            raise InvalidMessagesError(
+            raise InvalidPolicyError(
                 f"preview_chars must be <= {MAX_PREVIEW_CHARS}, got {self.preview_chars}"
             )
         if self.age_unit not in _AGE_UNITS:
-            raise InvalidMessagesError(
+            raise InvalidPolicyError(
                 f"age_unit must be one of {', '.join(_AGE_UNITS)}, got {self.age_unit!r}"
             )
         if self.timing not in _TIMINGS:
-            raise InvalidMessagesError(
+            raise InvalidPolicyError(
                 f"timing must be one of {', '.join(_TIMINGS)}, got {self.timing!r}"
             )
         for name in ("elide_inputs", "drop_thinking"):
             if not isinstance(getattr(self, name), bool):
-                raise InvalidMessagesError(f"{name} must be a bool")
+                raise InvalidPolicyError(f"{name} must be a bool")
         tools = self.exclude_tools
         if isinstance(tools, str) or not isinstance(tools, Iterable):
-            raise InvalidMessagesError("exclude_tools must be a collection of tool names")
+            raise InvalidPolicyError("exclude_tools must be a collection of tool names")
         names = frozenset(tools)
         if not all(isinstance(n, str) for n in names):
-            raise InvalidMessagesError("exclude_tools must hold tool names (str)")
+            raise InvalidPolicyError("exclude_tools must hold tool names (str)")
         object.__setattr__(self, "exclude_tools", names)
 
     def why(self) -> str:

@@ -20,12 +20,11 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from leanreplay.index import OutsideRootsError, StoreError, Workspace
+from leanreplay.index import OutsideRootsError, StoreError, Workspace, load_log
 from leanreplay.index._errors import NotALogError
 from leanreplay.index.faces._render import CLI_TERMS, cli_message
 from leanreplay.index.faces.cli import cli
 from leanreplay.index.faces.server import NO_CLIENT_ROOTS, build_server
-from leanreplay.index.store._importers import load
 from leanreplay.index.tools._listing import matching_files
 from tests.conftest import REPO, SAMPLES
 
@@ -215,7 +214,7 @@ def test_library_words_for_format_and_roots(tmp_path: Path) -> None:
     junk = tmp_path / "junk.json"
     junk.write_text('{"hello": 1}')
     with pytest.raises(NotALogError, match="name one with the format argument: ") as log:
-        load(str(junk))
+        load_log(str(junk))
     with pytest.raises(OutsideRootsError, match="no roots are configured") as roots:
         matching_files("notes", "**/*", ())
     for error in (log.value, roots.value):

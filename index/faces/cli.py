@@ -21,7 +21,7 @@ import click
 
 from leanreplay import cards
 from leanreplay.index import (
-    FORMATS,
+    LOG_FORMATS,
     StoreError,
     Workspace,
     WorkspaceError,
@@ -193,7 +193,7 @@ def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) 
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(LOG_FORMATS), default="auto", show_default=True)
 @click.option(
     "--conversation-id", default=None, help="Store the one file's conversation under this id."
 )
@@ -291,7 +291,7 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(FORMATS),
+    type=click.Choice(LOG_FORMATS),
     default="auto",
     show_default=True,
     help="Format of TARGET when it is a log file.",

@@ -13,7 +13,6 @@ provider's prompt cache over them) never move.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -25,11 +24,12 @@ import tantivy
 from leanreplay.placeholders import check_int
 
 from .._errors import InvalidArgumentError
+from .._shapes import SCHEMA_FORMATS, tool_shape
 from ._tantivy import query_text
 from ._vocabulary import EXPANSION_WEIGHT, FILLER, related_words
 
 __all__ = [
-    "FORMATS",
+    "SCHEMA_FORMATS",
     "Capability",
     "CapabilityIndex",
     "summary_line",
@@ -37,7 +37,6 @@ __all__ = [
     "tool_words",
 ]
 
-FORMATS = ("mcp", "openai", "anthropic")
 SUMMARY_CHARS = 40  # a rendered line stays one short headline
 MIN_HEADLINE = 18  # a clause cut never leaves less than this
 # Where a clause ends: the words before it say what the tool does, the rest where and how.
@@ -68,29 +67,8 @@ class Capability:
     annotations: Mapping[str, Any] | None = None
 
     def schema(self, format: str = "mcp") -> dict[str, Any]:
-        """The tool's definition in ``format`` (``mcp``, ``openai`` or ``anthropic``)."""
-        schema = json.loads(json.dumps(self.input_schema))  # detached: callers may edit it
-        if format == "mcp":
-            out: dict[str, Any] = {
-                "name": self.name,
-                "description": self.description,
-                "inputSchema": schema,
-            }
-            if self.annotations:
-                out["annotations"] = dict(self.annotations)
-            return out
-        if format == "openai":
-            return {
-                "type": "function",
-                "function": {
-                    "name": self.name,
-                    "description": self.description,
-                    "parameters": schema,
-                },
-            }
-        if format == "anthropic":
-            return {"name": self.name, "description": self.description, "input_schema": schema}
-        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        """The tool's definition in ``format`` (one of `SCHEMA_FORMATS`)."""
+        return tool_shape(format, self.name, self.description, self.input_schema, self.annotations)
 
 
 def tool_words(name: str) -> str:
@@ -161,10 +139,12 @@ def _parse(tool: object) -> tuple[str, str, Mapping[str, Any], Mapping[str, Any]
         name, description, schema = d.get("name"), d.get("description"), d.get("input_schema")
     elif "inputSchema" in d:
         name, description, schema = d.get("name"), d.get("description"), d.get("inputSchema")
+    elif d.get("type") == "function" and "parameters" in d:  # a Responses API function tool
+        name, description, schema = d.get("name"), d.get("description"), d.get("parameters")
     else:
         raise InvalidArgumentError(
-            "a tool definition needs MCP `inputSchema`, Anthropic `input_schema` or OpenAI "
-            f"`function.parameters`; got keys {sorted(d)[:8]}"
+            "a tool definition needs MCP `inputSchema`, Anthropic `input_schema`, OpenAI "
+            f"`function.parameters` or Responses `parameters`; got keys {sorted(d)[:8]}"
         )
     if not isinstance(name, str) or not _NAME.match(name):
         raise InvalidArgumentError(

@@ -25,17 +25,18 @@ from leanreplay.placeholders import (
 from .._errors import ImportFormatError, InvalidArgumentError, NotALogError
 
 __all__ = [
-    "FORMATS",
+    "LOG_FORMATS",
     "LOG_SUFFIXES",
     "MAX_IMPORT_BYTES",
-    "Imported",
+    "LoadedConversation",
     "NotALogError",
+    "check_log_format",
     "conversation_name",
     "file_stem",
-    "load",
+    "load_log",
 ]
 
-FORMATS = (
+LOG_FORMATS = (
     "auto",
     "openai",
     "anthropic",
@@ -50,22 +51,40 @@ _CLAUDE_MESSAGE_TYPES = ("user", "assistant")
 
 
 @dataclass
-class Imported:
+class LoadedConversation:
+    """One conversation read from a log: its id (from the file), the messages as the log
+    holds them, the format found, and the importer's notes (skipped or repaired records)."""
+
     conversation_id: str
     messages: list[dict[str, Any]]
     format: str
     notes: list[str] = field(default_factory=list)
 
 
-def load(path: str, *, format: str = "auto", conversation_id: str | None = None) -> list[Imported]:
-    """Read one log file into conversations.
+def check_log_format(format: object) -> str:
+    """``format`` if it is one of `LOG_FORMATS`."""
+    if format not in LOG_FORMATS:
+        formats = ", ".join(LOG_FORMATS)
+        raise InvalidArgumentError(f"format must be one of {formats}, got {format!r}")
+    return str(format)
+
+
+def load_log(
+    path: str | os.PathLike[str], *, format: str = "auto", conversation_id: str | None = None
+) -> list[LoadedConversation]:
+    """Read one agent log into conversations, without storing them (`Workspace.ingest` stores
+    them): one for most formats, one per element of a tau-bench array.
+
+    Args:
+        format: one of `LOG_FORMATS`; ``"auto"`` detects it.
+        conversation_id: the id of the one conversation, instead of the file's.
 
     Raises:
         InvalidArgumentError: unknown format name.
         ImportFormatError: the file is not in that format (or no format fits, for "auto").
     """
-    if format not in FORMATS:
-        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    check_log_format(format)
+    path = os.fspath(path)
     size = os.path.getsize(path)
     if size > MAX_IMPORT_BYTES:
         raise ImportFormatError(
@@ -219,7 +238,7 @@ def _detect(path: str, whole: Any, text: str) -> str:
     raise NotALogError(
         f"cannot tell the format of {path}: expected a JSON array or JSONL of messages, a "
         "Claude Code session, a mini-swe-agent .traj.json or a tau-bench array; name one "
-        f"with the format argument: {', '.join(FORMATS[1:])}",
+        f"with the format argument: {', '.join(LOG_FORMATS[1:])}",
         names=("format",),
     )
 
@@ -257,7 +276,7 @@ def _require_messages(values: Any, path: str, what: str) -> list[dict[str, Any]]
     return [dict(m) for m in values]
 
 
-def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
+def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> LoadedConversation:
     notes: list[str] = []
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         # A saved request body: its messages, and Anthropic's top-level system prompt first.
@@ -266,7 +285,7 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
         if isinstance(system, (str, list)) and system:
             values.insert(0, {"role": "system", "content": system})
             notes.append("the request's system prompt is stored as the first (system) message")
-        return Imported(stem, _require_messages(values, path, "messages"), fmt, notes)
+        return LoadedConversation(stem, _require_messages(values, path, "messages"), fmt, notes)
     if isinstance(whole, dict) and isinstance(whole.get("input"), list):
         # A saved Responses API request body: its input items, the instructions first.
         values = list(whole["input"])
@@ -274,7 +293,7 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
         if isinstance(instructions, str) and instructions:
             values.insert(0, {"type": "message", "role": "developer", "content": instructions})
             notes.append("the request's instructions are stored as the first (developer) message")
-        return Imported(stem, _require_messages(values, path, "input"), fmt, notes)
+        return LoadedConversation(stem, _require_messages(values, path, "input"), fmt, notes)
     if whole is _NOT_JSON or isinstance(whole, dict):
         values = []
         broken = 0
@@ -287,10 +306,10 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> Imported:
             notes.append(f"{broken} {UNREADABLE}")
     else:
         values = whole
-    return Imported(stem, _require_messages(values, path, "the file"), fmt, notes)
+    return LoadedConversation(stem, _require_messages(values, path, "the file"), fmt, notes)
 
 
-def _mini_swe_agent(whole: Any, path: str) -> Imported:
+def _mini_swe_agent(whole: Any, path: str) -> LoadedConversation:
     if not isinstance(whole, dict) or not isinstance(whole.get("messages"), list):
         raise ImportFormatError(f"{path}: a mini-swe-agent trajectory is an object with 'messages'")
     messages = _require_messages(whole["messages"], path, "messages")
@@ -303,10 +322,10 @@ def _mini_swe_agent(whole: Any, path: str) -> Imported:
             m["source_role"] = "exit"
             exits += 1
     notes = [f"{exits} 'exit' messages stored as meta user messages"] if exits else []
-    return Imported(conversation_name(path), messages, "mini-swe-agent", notes)
+    return LoadedConversation(conversation_name(path), messages, "mini-swe-agent", notes)
 
 
-def _tau_bench(whole: Any, stem: str, path: str) -> list[Imported]:
+def _tau_bench(whole: Any, stem: str, path: str) -> list[LoadedConversation]:
     if not isinstance(whole, list):
         raise ImportFormatError(f"{path}: tau-bench trajectories are a JSON array")
     items = []
@@ -315,7 +334,7 @@ def _tau_bench(whole: Any, stem: str, path: str) -> list[Imported]:
             raise ImportFormatError(f"{path}: element {i} has no 'traj'")
         task, trial = run.get("task_id", i), run.get("trial", 0)
         items.append(
-            Imported(
+            LoadedConversation(
                 f"{stem}-task{task}-trial{trial}",
                 _require_messages(run["traj"], path, f"element {i} traj"),
                 "tau-bench",
@@ -324,7 +343,7 @@ def _tau_bench(whole: Any, stem: str, path: str) -> list[Imported]:
     return items
 
 
-def _claude_code(text: str, stem: str) -> Imported:
+def _claude_code(text: str, stem: str) -> LoadedConversation:
     """One message per user/assistant record of the main chain, named after the file.
 
     A resumed session is a new file that repeats the earlier session's records (with the
@@ -347,7 +366,7 @@ def _claude_code(text: str, stem: str) -> Imported:
         notes.append(f"subagent log: its {len(records)} sidechain records form the conversation")
     elif len(main) < len(records):
         notes.append(f"{len(records) - len(main)} sidechain records skipped")
-    return Imported(stem, _claude_messages(main), "claude-code", notes)
+    return LoadedConversation(stem, _claude_messages(main), "claude-code", notes)
 
 
 def _claude_messages(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from .._errors import (
     WorkspaceError,
 )
 from ._attachments import AttachmentSaver
-from ._importers import FORMATS, LOG_SUFFIXES, NotALogError, load
+from ._importers import LOG_SUFFIXES, NotALogError, check_log_format, load_log
 from ._store import Store, check_id
 
 __all__ = [
@@ -178,7 +178,7 @@ def ingest_file(
     notes: list[str] = []
     formats: list[str] = []
     try:
-        for item in load(source, format=format, conversation_id=conversation_id):
+        for item in load_log(source, format=format, conversation_id=conversation_id):
             cid = check_id("conversation_id", item.conversation_id)
             if allowed is not None and cid not in allowed:
                 raise ConversationNotFoundError(
@@ -231,8 +231,7 @@ def ingest_paths(
 ) -> IngestReport:
     """`Workspace.ingest`: import every log the paths name, then raise for the refusals (or
     report them, with ``errors="report"``)."""
-    if format not in FORMATS:
-        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    check_log_format(format)
     if errors not in ("raise", "report"):
         raise InvalidArgumentError(f'errors must be "raise" or "report", got {errors!r}')
     if conversation_id is not None:

@@ -119,7 +119,9 @@ def test_the_three_forms_give_the_same_capability_and_convert_back() -> None:
     assert cap.schema("anthropic") == forms[1]
     assert cap.schema("openai") == forms[2]
     assert cap.schema("mcp") == forms[0]
-    with pytest.raises(InvalidArgumentError, match="format must be one of mcp, openai"):
+    with pytest.raises(
+        InvalidArgumentError, match="one of openai, openai-responses, anthropic, mcp, got"
+    ):
         cap.schema("gemini")
 
 

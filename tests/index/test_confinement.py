@@ -300,7 +300,7 @@ def test_a_refusal_names_only_the_given_path_and_the_roots(
     monkeypatch.chdir(cwd)
     with ws_for(layout) as ws:
         ws.conversation_search("anything")  # opens the store and its index files
-        store = os.path.realpath(ws.store.path)
+        store = os.path.realpath(ws._store.path)
         fds = [
             f"/proc/self/fd/{fd}"
             for fd in os.listdir("/proc/self/fd")

@@ -102,4 +102,4 @@ def test_index_of_another_store_is_not_trusted(ws: Workspace, tmp_path: Path) ->
         fresh.append("new", user("nothing about disks here"))
         assert fresh.conversation_search("quota")["hits"] == []
         state = json.loads((Path(ws.home) / "index" / "messages-v1.state.json").read_text())
-        assert state["store"] == fresh.store.identity
+        assert state["store"] == fresh._store.identity

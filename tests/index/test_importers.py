@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from leanreplay.index import ImportFormatError, InvalidArgumentError, Workspace
-from leanreplay.index.store._importers import load
+from leanreplay.index import ImportFormatError, InvalidArgumentError, Workspace, load_log
 from leanreplay.placeholders import (
     STUB_TEXT,
     ReplayPolicy,
@@ -52,7 +51,7 @@ def test_the_ci_guard_reads_the_transcripts_sources_md_list(transcripts: Path) -
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=transcript_id)
 def test_real_transcript_is_detected_as_the_format_it_was_written_in(path: Path) -> None:
-    imported = load(str(path))  # format="auto"
+    imported = load_log(str(path))  # format="auto"
     assert imported, "no conversation"
     expected = SOURCE_FORMATS[path.relative_to(TRANSCRIPTS).parts[0]]
     assert {i.format for i in imported} == {expected}

@@ -66,7 +66,7 @@ def test_a_new_home_a_reopened_one_and_a_migrated_one(tmp_path: Path) -> None:
 
 def test_the_workspace_store_and_threads(tmp_path: Path) -> None:
     with Workspace(tmp_path) as ws:
-        assert settings(ws.store) == WRITABLE
+        assert settings(ws._store) == WRITABLE
     opened: list[Store] = []
     thread = threading.Thread(target=lambda: opened.append(Store(str(tmp_path))))
     thread.start()

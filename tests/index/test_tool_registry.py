@@ -117,7 +117,9 @@ def test_the_cli_prints_the_responses_schemas() -> None:
 
 
 def test_an_unknown_schema_format_names_the_formats() -> None:
-    with pytest.raises(InvalidArgumentError, match="openai, openai-responses, anthropic or mcp"):
+    with pytest.raises(
+        InvalidArgumentError, match="one of openai, openai-responses, anthropic, mcp, got"
+    ):
         tool_schemas("gemini")
 
 
@@ -178,3 +180,21 @@ def test_a_subclass_tool_stays_out_of_the_base_workspace(tmp_path: Path) -> None
     with Workspace(tmp_path) as ws, pytest.raises(InvalidArgumentError, match="unknown tool"):
         ws.call("word_count", {"path": "a.txt", "word": "be"})
     assert "word_count" not in TOOL_NAMES
+
+
+def test_upstream_tools_come_and_go_in_the_responses_form(tmp_path: Path) -> None:
+    weather = {
+        "type": "function",
+        "name": "forecast",
+        "description": "Weather forecast for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "strict": False,
+    }
+    with Workspace(tmp_path) as ws:
+        assert ws.register_tools("weather", [weather]) == ["forecast"]
+        ws.call("tool_activate", {"names": ["forecast"]}, conversation_id="c1")
+        sent = ws.request_tools("c1", "openai-responses")
+    assert [t["name"] for t in sent] == ["tool_search", "tool_activate", "forecast"]
+    assert sent[-1] == weather
+    for schema in sent:
+        assert problems(schema, FunctionToolParam) == [], schema

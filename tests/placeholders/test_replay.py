@@ -15,6 +15,7 @@ from leanreplay.placeholders import (
     INPUT_MARKER,
     PLACEHOLDER_MARKER,
     InvalidMessagesError,
+    InvalidPolicyError,
     ReplayPolicy,
     check_pairing,
     content_chars,
@@ -264,7 +265,7 @@ def test_message_to_elide_without_id_is_a_clear_error() -> None:
     ids=str,
 )
 def test_policy_validation(kwargs: dict[str, Any], match: str) -> None:
-    with pytest.raises(InvalidMessagesError, match=match):
+    with pytest.raises(InvalidPolicyError, match=match):
         ReplayPolicy(**kwargs)
 
 

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from leanreplay.placeholders import (
+    FoldPolicy,
     InvalidMessagesError,
+    InvalidPolicyError,
     ReplayPolicy,
     content_chars,
     replay,
@@ -173,8 +175,26 @@ def test_stats_names_every_figure() -> None:
     ids=str,
 )
 def test_each_policy_field_is_checked(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(InvalidMessagesError, match=f"^{message}$"):
+    with pytest.raises(InvalidPolicyError, match=f"^{message}$"):
         ReplayPolicy(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threshold_chars": 0}, "threshold_chars must be >= 1, got 0"),
+        ({"keep_last": 0}, "keep_last must be >= 1, got 0"),
+        ({"keep_last": True}, "keep_last must be an int, got bool"),
+        ({"max_summary_chars": 199}, "max_summary_chars must be >= 200, got 199"),
+    ],
+    ids=str,
+)
+def test_each_fold_policy_field_is_checked(kwargs: dict[str, Any], message: str) -> None:
+    # One error for a bad field of either policy, and a ValueError as a dataclass check is.
+    with pytest.raises(InvalidPolicyError, match=f"^{message}$") as caught:
+        FoldPolicy(**kwargs)
+    assert isinstance(caught.value, ValueError)
+    assert not isinstance(caught.value, InvalidMessagesError)
 
 
 def test_policy_limits_are_allowed() -> None:
