@@ -19,7 +19,15 @@ from typing import Any, Protocol, runtime_checkable
 from ._checks import check_int
 from ._errors import InvalidPolicyError, SummarizerError
 from ._replay import call_inputs, read_call
-from ._shapes import content_chars, is_genuine_user, one_line, result_slots, text_of, tool_calls
+from ._shapes import (
+    content_chars,
+    is_genuine_user,
+    load_input,
+    one_line,
+    result_slots,
+    text_of,
+    tool_calls,
+)
 
 __all__ = [
     "DEFAULT_FOLD_THRESHOLD_CHARS",
@@ -155,7 +163,7 @@ class _Facts:
     def _touch(self, tool: str, value: Any) -> None:
         if isinstance(value, str):
             try:
-                value = json.loads(value)
+                value = load_input(value)
             except ValueError:
                 return
         if not isinstance(value, Mapping):

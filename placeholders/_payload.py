@@ -183,13 +183,24 @@ def _anthropic(i: int, message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _anthropic_block(i: int, block: Any) -> Any:
+    """One content block cut to what Anthropic takes; the blocks of a tool result (and of
+    tool results inside it, however deep) are walked without recursion."""
+    top = _anthropic_part(i, block)
+    todo = [top]
+    while todo:
+        out = todo.pop()
+        if isinstance(out, dict) and out.get("type") == "tool_result":
+            inner = out.get("content")
+            if isinstance(inner, list):
+                out["content"] = [_anthropic_part(i, b) for b in inner]
+                todo.extend(out["content"])
+    return top
+
+
+def _anthropic_part(i: int, block: Any) -> Any:
     out = _part(i, block, _ANTHROPIC_BLOCKS, "content block", "the Anthropic Messages API")
-    if not isinstance(out, dict):
-        return out
-    if out.get("citations") is None:
+    if isinstance(out, dict) and out.get("citations") is None:
         out.pop("citations", None)
-    if block.get("type") == "tool_result" and isinstance(out.get("content"), list):
-        out["content"] = [_anthropic_block(i, b) for b in out["content"]]
     return out
 
 

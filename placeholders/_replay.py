@@ -25,6 +25,9 @@ from ._shapes import (
     block_chars,
     content_chars,
     is_genuine_user,
+    json_chars,
+    load_input,
+    nested_deeper,
     result_slots,
     role_of,
     tool_calls,
@@ -561,11 +564,15 @@ def _input_items(
             continue
         if is_text:
             try:
-                parsed = json.loads(value)
+                parsed = load_input(value)
             except ValueError:
-                continue  # not JSON: the provider could not read an edited copy either
+                # Not JSON (the provider could not read an edited copy either), or nested too
+                # deeply to inspect: replayed as it is.
+                continue
             size = len(value)
         else:
+            if nested_deeper(value):
+                continue  # too deep to inspect: replayed as it is
             parsed = value
             size = len(json.dumps(value, ensure_ascii=False, sort_keys=True))
         mid = _message_id(message, block)
@@ -679,7 +686,7 @@ def _thinking_items(i: int, message: Mapping[str, Any]) -> list[_Item]:
     if not thinking or len(thinking) == len(content):
         return []  # nothing to drop, or the turn would be left empty
     shrink = sum(block_chars(b) for b in thinking)
-    size = sum(len(json.dumps(b, ensure_ascii=False)) for b in thinking)  # with signatures
+    size = sum(json_chars(b) for b in thinking)  # with signatures
     return [_Item(i, "thinking", size, size, shrink)]
 
 

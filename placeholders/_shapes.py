@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "INJECTED_PREFIXES",
+    "MAX_INSPECT_DEPTH",
     "Message",
     "ResultSlot",
     "block_chars",
@@ -24,6 +25,9 @@ __all__ = [
     "is_genuine_user",
     "is_injected_text",
     "is_meta",
+    "json_chars",
+    "load_input",
+    "nested_deeper",
     "one_line",
     "result_slots",
     "role_of",
@@ -258,7 +262,24 @@ def _value_chars(value: Any) -> int:
 
 
 def block_chars(block: Any) -> int:
-    """Codepoints a content block carries: text, tool input, or inline data (base64, URLs)."""
+    """Codepoints a content block carries: text, tool input, or inline data (base64, URLs).
+    Tool results inside tool results are walked without recursion, however deep."""
+    total = 0
+    todo = [block]
+    while todo:
+        part = todo.pop()
+        if isinstance(part, Mapping) and part.get("type") == "tool_result":
+            content = part.get("content")
+            if isinstance(content, str):
+                total += len(content)
+            elif isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+                todo.extend(content)
+        else:
+            total += _leaf_chars(part)
+    return total
+
+
+def _leaf_chars(block: Any) -> int:
     if isinstance(block, str):
         return len(block)
     if not isinstance(block, Mapping):
@@ -273,10 +294,8 @@ def block_chars(block: Any) -> int:
     if kind == "input_file":
         data = block.get("file_data")
         return len(data) if isinstance(data, str) else 0
-    if kind == "tool_result":
-        return _value_chars(block.get("content"))
     if kind in ("tool_use", "server_tool_use"):
-        return len(json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True))
+        return json_chars(block.get("input"))
     if kind in ("thinking",):
         text = block.get("thinking")
         return len(text) if isinstance(text, str) else 0
@@ -293,3 +312,65 @@ def block_chars(block: Any) -> int:
         data = file.get("file_data") if isinstance(file, Mapping) else None
         return len(data) if isinstance(data, str) else 0
     return 0
+
+
+#: Lists and dicts a tool input may nest and still be inspected (parsed, measured, its long
+#: fields elided). A deeper input is replayed as it is: never refused, never parsed apart.
+MAX_INSPECT_DEPTH = 100
+
+
+def nested_deeper(value: Any, limit: int = MAX_INSPECT_DEPTH) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` levels deep; walked
+    without recursion, so any depth is safe to ask about."""
+    containers = (Mapping, list, tuple)
+    todo: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, containers) else []
+    while todo:
+        node, level = todo.pop()
+        if level > limit:
+            return True
+        inner = node.values() if isinstance(node, Mapping) else node
+        todo.extend((v, level + 1) for v in inner if isinstance(v, containers))
+    return False
+
+
+def load_input(text: str) -> Any:
+    """A JSON tool input (OpenAI ``arguments``) parsed for inspection.
+
+    Raises:
+        ValueError: ``text`` is not JSON, or nests deeper than `MAX_INSPECT_DEPTH`.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:  # deeper than the parser goes, so far deeper than the limit
+        raise ValueError(f"nested deeper than {MAX_INSPECT_DEPTH} levels") from None
+    if nested_deeper(value):
+        raise ValueError(f"nested deeper than {MAX_INSPECT_DEPTH} levels")
+    return value
+
+
+def json_chars(value: Any) -> int:
+    """``len(json.dumps(value, ensure_ascii=False))``, the size of a tool input; a value
+    nested deeper than the encoder goes is measured by a walk, to the same count."""
+    try:
+        return len(json.dumps(value, ensure_ascii=False))
+    except RecursionError:
+        return _walked_json_chars(value)
+
+
+def _walked_json_chars(value: Any) -> int:
+    total = 0
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, Mapping):
+            total += 2 + 2 * max(len(node) - 1, 0)  # the braces and the ", " between items
+            for key, inner in node.items():
+                name = key if isinstance(key, str) else json.dumps(key)
+                total += len(json.dumps(name, ensure_ascii=False)) + 2  # the key and ": "
+                todo.append(inner)
+        elif isinstance(node, (list, tuple)):
+            total += 2 + 2 * max(len(node) - 1, 0)
+            todo.extend(node)
+        else:
+            total += len(json.dumps(node, ensure_ascii=False))
+    return total

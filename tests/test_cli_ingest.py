@@ -197,3 +197,50 @@ def test_options_named_in_error_messages_exist(tmp_path: Path) -> None:
         help_text = CliRunner().invoke(cli, [command, "--help"]).output
         for option in named:
             assert option in help_text, f"{command} error names {option}, which it lacks"
+
+
+def _deep_folder(base: Path, levels: int) -> None:
+    """``base/d/d/.../d/deep.jsonl``, ``levels`` folders down (made through descriptors: the
+    path is longer than any one call may name)."""
+    here = os.open(base, os.O_RDONLY)
+    for _ in range(levels):
+        os.mkdir("d", dir_fd=here)
+        down = os.open("d", os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = down
+    log = os.open("deep.jsonl", os.O_WRONLY | os.O_CREAT, dir_fd=here)
+    os.write(log, b'{"role": "user", "content": "deep"}\n')
+    os.close(log)
+    os.close(here)
+
+
+def _remove_deep_folder(base: Path) -> None:
+    """Remove what `_deep_folder` made without recursion (shutil.rmtree recurses)."""
+    chain = [os.open(base, os.O_RDONLY)]
+    while "d" in os.listdir(chain[-1]):
+        chain.append(os.open("d", os.O_RDONLY, dir_fd=chain[-1]))
+    for name in os.listdir(chain[-1]):
+        os.unlink(name, dir_fd=chain[-1])
+    for parent in reversed(chain[:-1]):
+        os.close(chain.pop())
+        os.rmdir("d", dir_fd=parent)
+    os.close(chain.pop())
+
+
+def test_a_folder_nested_past_the_walk_bound_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    (folder / "top").mkdir(parents=True)
+    (folder / "top" / "a.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    _deep_folder(folder, 1_200)
+    try:
+        code, out = run(tmp_path, "ingest", str(folder))
+        assert code == 1
+        assert "Traceback" not in out
+        assert [line.split()[0] for line in out.splitlines()] == ["refused", "imported", "--"]
+        assert "folders nested over 128 levels deep are not searched" in out
+        code, out = run(tmp_path, "ingest", str(folder) + "/**/*.jsonl")
+        assert code == 1
+        assert "Traceback" not in out
+        assert "the pattern reaches folders nested too deeply" in out
+    finally:
+        _remove_deep_folder(folder)

@@ -15,7 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from leanreplay.placeholders import is_meta, is_placeholder, result_slots
+from leanreplay.placeholders import (
+    is_meta,
+    is_placeholder,
+    json_chars,
+    load_input,
+    nested_deeper,
+    result_slots,
+)
 
 __all__ = [
     "CSS",
@@ -26,6 +33,7 @@ __all__ = [
     "message_html",
     "page",
     "plural",
+    "pretty_json",
     "size_chart",
     "snippet_html",
 ]
@@ -34,6 +42,7 @@ RASTER = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 _DATA_URL = re.compile(r"^data:(image/[a-z+.-]+);base64,(.*)$", re.IGNORECASE | re.DOTALL)
 OPEN_BELOW = 600  # tool results up to this many chars are shown open
+MAX_DRAWN_NESTING = 20  # tool results inside tool results drawn this deep; deeper: a note
 
 
 def esc(value: object) -> str:
@@ -78,6 +87,18 @@ def _image(media: object, data: object) -> str:
     return f'<div class="note">image ({esc(media)}) not shown: not a base64 raster image</div>'
 
 
+def pretty_json(value: Any) -> str:
+    """``value`` as JSON for a page: indented while it nests no deeper than the placeholders'
+    inspection limit (the indenting encoder recurses in Python), on one line deeper, and as a
+    note past what any encoder reaches (the raw message link shows its bytes)."""
+    try:
+        if not nested_deeper(value):
+            return json.dumps(value, ensure_ascii=False, indent=2)
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return f"(nested too deeply to draw: {json_chars(value):,} chars of JSON; open it raw)"
+
+
 def _text_of(content: Any) -> int:
     if isinstance(content, str):
         return len(content)
@@ -103,12 +124,13 @@ def _result(
     cards: Mapping[int, str],
     placeholder: Placeholder | None,
     call_id: str | None,
+    depth: int = 0,
 ) -> str:
     size = _text_of(content)
     flag = ' <span class="badge err">error</span>' if error else ""
     if placeholder is not None and isinstance(content, str) and is_placeholder(content):
         return f'<div class="result">{placeholder(content, call_id)}</div>'
-    body = _content(content, cards=cards, placeholder=placeholder)
+    body = _content(content, cards=cards, placeholder=placeholder, depth=depth)
     opened = " open" if size <= OPEN_BELOW else ""
     return (
         f'<details class="result"{opened}><summary>{label}{flag} '
@@ -117,12 +139,17 @@ def _result(
 
 
 def _block(
-    block: Any, index: int, *, cards: Mapping[int, str], placeholder: Placeholder | None
+    block: Any,
+    index: int,
+    *,
+    cards: Mapping[int, str],
+    placeholder: Placeholder | None,
+    depth: int = 0,
 ) -> str:
     if isinstance(block, str):
         return f'<pre class="text">{esc(block)}</pre>'
     if not isinstance(block, Mapping):
-        return f'<pre class="text">{esc(json.dumps(block, ensure_ascii=False))}</pre>'
+        return f'<pre class="text">{esc(pretty_json(block))}</pre>'
     kind = block.get("type")
     card = cards.get(index)
     if kind == "text":
@@ -154,9 +181,9 @@ def _block(
     if kind in ("document", "file"):
         if card:
             return card_html(card)
-        return f'<div class="note">{esc(kind)} block ({chars(len(json.dumps(block)))} chars)</div>'
+        return f'<div class="note">{esc(kind)} block ({chars(json_chars(block))} chars)</div>'
     if kind == "tool_use":
-        args = json.dumps(block.get("input"), ensure_ascii=False, indent=2)
+        args = pretty_json(block.get("input"))
         return (
             f'<details class="call" open><summary>call <b>{esc(block.get("name"))}</b> '
             f'<code>{esc(block.get("id"))}</code></summary><pre class="text">{esc(args)}</pre>'
@@ -164,6 +191,11 @@ def _block(
         )
     if kind == "tool_result":
         call_id = block.get("tool_use_id")
+        if depth >= MAX_DRAWN_NESTING:
+            return (
+                f'<div class="note">tool results nested over {MAX_DRAWN_NESTING} deep are not '
+                "drawn; open the message raw</div>"
+            )
         return _result(
             f"result of <code>{esc(call_id)}</code>",
             block.get("content"),
@@ -171,6 +203,7 @@ def _block(
             cards={},
             placeholder=placeholder,
             call_id=call_id if isinstance(call_id, str) else None,
+            depth=depth + 1,
         )
     if kind in ("thinking", "redacted_thinking"):
         text = str(block.get("thinking")) if kind == "thinking" else "(redacted)"
@@ -179,14 +212,16 @@ def _block(
             f'<span class="size">{chars(len(str(text)))} chars</span></summary>'
             f'<pre class="text">{esc(text)}</pre></details>'
         )
-    dump = json.dumps(block, ensure_ascii=False, indent=2)
+    dump = pretty_json(block)
     return (
         f'<details class="other"><summary>{esc(kind)} block</summary>'
         f'<pre class="text">{esc(dump)}</pre></details>'
     )
 
 
-def _content(content: Any, *, cards: Mapping[int, str], placeholder: Placeholder | None) -> str:
+def _content(
+    content: Any, *, cards: Mapping[int, str], placeholder: Placeholder | None, depth: int = 0
+) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -195,9 +230,10 @@ def _content(content: Any, *, cards: Mapping[int, str], placeholder: Placeholder
         return f'<pre class="text">{esc(content)}</pre>'
     if isinstance(content, list):
         return "".join(
-            _block(b, i, cards=cards, placeholder=placeholder) for i, b in enumerate(content)
+            _block(b, i, cards=cards, placeholder=placeholder, depth=depth)
+            for i, b in enumerate(content)
         )
-    return f'<pre class="text">{esc(json.dumps(content, ensure_ascii=False))}</pre>'
+    return f'<pre class="text">{esc(pretty_json(content))}</pre>'
 
 
 def message_html(
@@ -246,8 +282,8 @@ def message_html(
         function = function if isinstance(function, Mapping) else {}
         arguments = function.get("arguments")
         try:
-            shown = json.dumps(json.loads(str(arguments)), ensure_ascii=False, indent=2)
-        except ValueError:
+            shown = pretty_json(load_input(str(arguments)))
+        except ValueError:  # not JSON, or too deep to parse: shown as it was sent
             shown = str(arguments)
         parts.append(
             f'<details class="call" open><summary>call <b>{esc(function.get("name"))}</b> '
@@ -255,8 +291,7 @@ def message_html(
             "</details>"
         )
     if message.get("type") and "role" not in message:  # Responses API items
-        dump = json.dumps(message, ensure_ascii=False, indent=2)
-        parts = [f'<pre class="text">{esc(dump)}</pre>']
+        parts = [f'<pre class="text">{esc(pretty_json(message))}</pre>']
     cls = f"msg role-{esc(kind)}" + (" target" if target else "")
     id_attr = ' id="target"' if target else f' id="{esc(anchor)}"'
     return (

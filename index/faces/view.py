@@ -15,7 +15,6 @@ stored text is escaped by `_html`.
 from __future__ import annotations
 
 import hmac
-import json
 import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -49,6 +48,7 @@ from ._html import (
     message_html,
     page,
     plural,
+    pretty_json,
     size_chart,
     snippet_html,
 )
@@ -560,7 +560,7 @@ class View:
             except (placeholders.PlaceholderError, ValueError) as exc:
                 out.append(f'<p class="note">for_provider({esc(provider)}) refused: {esc(exc)}</p>')
                 return "".join(out)
-            dump = json.dumps(sent[start:end], ensure_ascii=False, indent=2)
+            dump = pretty_json(sent[start:end])
             out.append(
                 f'<p class="note">messages {start + 1}–{end} of the request body\'s '
                 f"<code>messages</code>, exactly as <code>for_provider(..., "

@@ -25,6 +25,7 @@ __all__ = [
     "IngestError",
     "IngestReport",
     "IngestStatus",
+    "MAX_INGEST_DEPTH",
     "ingest_file",
     "ingest_paths",
     "log_files",
@@ -34,6 +35,7 @@ IngestStatus = Literal["imported", "appended", "unchanged", "refused", "skipped"
 STATUSES: tuple[IngestStatus, ...] = ("imported", "appended", "unchanged", "refused", "skipped")
 
 _GLOB_CHARS = ("*", "?", "[")
+MAX_INGEST_DEPTH = 128  # folder levels searched below a folder given to ingest
 
 
 @dataclass(frozen=True)
@@ -132,30 +134,47 @@ def log_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, bo
     for given in paths:
         text = os.path.abspath(os.path.expanduser(os.fspath(given)))
         if os.path.isdir(text):
-            for found in _walk(text):
-                yield from once(found, True)
+            for found, why in _walk(text):
+                yield from once(found, True) if why is None else iter([(found, True, why)])
         elif os.path.exists(text):
             yield from once(text, False)
         elif any(c in os.fspath(given) for c in _GLOB_CHARS):
-            matches = sorted(glob.glob(text, recursive=True))
+            try:
+                matches = sorted(glob.glob(text, recursive=True))
+            except RecursionError:  # ** through folders nested deeper than Python recurses
+                yield text, False, "the pattern reaches folders nested too deeply; name a folder"
+                continue
             if not matches:
                 yield text, False, "no file matches this pattern"
             for match in matches:
                 if os.path.isdir(match):
-                    for found in _walk(match):
-                        yield from once(found, True)
+                    for found, why in _walk(match):
+                        yield from once(found, True) if why is None else iter([(found, True, why)])
                 else:
                     yield from once(match, False)
         else:
             yield text, False, "no file or folder here"
 
 
-def _walk(folder: str) -> Iterator[str]:
+def _walk(folder: str) -> Iterator[tuple[str, str | None]]:
+    """(log file, None) under ``folder``, sorted; (folder, why) for a folder past
+    `MAX_INGEST_DEPTH`, which is not searched (the walk would recurse past Python's limit)."""
+    base = folder.rstrip(os.sep).count(os.sep)
     for top, dirs, files in os.walk(folder):
         dirs.sort()
+        if top.count(os.sep) - base >= MAX_INGEST_DEPTH and dirs:
+            deeper = os.path.join(top, dirs[0])
+            dirs[:] = []
+            yield (
+                deeper,
+                (
+                    f"folders nested over {MAX_INGEST_DEPTH} levels deep are not searched; "
+                    "name a deeper folder itself"
+                ),
+            )
         for name in sorted(files):
             if name.endswith(LOG_SUFFIXES):
-                yield os.path.join(top, name)
+                yield os.path.join(top, name), None
 
 
 def ingest_file(

@@ -25,7 +25,9 @@ from leanreplay.placeholders import content_chars
 
 from .._errors import StoreError, StoreVersionError
 
-__all__ = ["LATEST", "MIGRATIONS", "Migration", "migrate", "version"]
+__all__ = ["BACKFILL_BATCH", "LATEST", "MIGRATIONS", "Migration", "migrate", "version"]
+
+BACKFILL_BATCH = 1_000  # messages read at once by a step that measures older rows
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,21 @@ def _sizes(db: sqlite3.Connection) -> None:
     """The content size of each message, which the fold sums; measured now for older rows."""
     if "chars" not in _columns(db, "messages"):
         db.execute("ALTER TABLE messages ADD COLUMN chars INTEGER")
-    rows = db.execute("SELECT rowid, body FROM messages WHERE chars IS NULL").fetchall()
-    db.executemany(
-        "UPDATE messages SET chars=? WHERE rowid=?",
-        ((content_chars(json.loads(body)), rowid) for rowid, body in rows),
-    )
+    # In batches by rowid, so memory stays flat however large the store.
+    last = -1
+    while True:
+        rows = db.execute(
+            "SELECT rowid, body FROM messages WHERE chars IS NULL AND rowid > ? "
+            "ORDER BY rowid LIMIT ?",
+            (last, BACKFILL_BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        db.executemany(
+            "UPDATE messages SET chars=? WHERE rowid=?",
+            ((content_chars(json.loads(body)), rowid) for rowid, body in rows),
+        )
+        last = rows[-1][0]
 
 
 def _snapshots(db: sqlite3.Connection) -> None:

@@ -497,3 +497,44 @@ def test_a_claude_code_session_joined_by_the_first_importer_says_how_to_import_i
         log.write_text("".join(json.dumps(r) + "\n" for r in SESSION_LOG))
         with pytest.raises(ImportFormatError, match="already stored with different messages"):
             ws.ingest(log, conversation_id="other")
+
+
+def test_the_sizes_backfill_reads_the_store_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory stays flat in the store's size: the step holds one batch of bodies at a time
+    (tracemalloc counts the bodies SQLite hands to Python), and measures every row."""
+    import tracemalloc
+
+    from leanreplay.index.store import _migrations
+
+    batch = 200  # smaller than BACKFILL_BATCH, so that a small store spans many batches
+    monkeypatch.setattr(_migrations, "BACKFILL_BATCH", batch, raising=False)
+    path = store_at(tmp_path / "home", 3)  # before the sizes step
+    rows = 10 * batch + 7
+    text = "x" * 4_000
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN")
+    db.execute("INSERT INTO conversations(id, source, format) VALUES ('big', NULL, NULL)")
+    db.executemany(
+        "INSERT INTO messages(conversation_id, seq, id, role, body) "
+        "VALUES ('big', ?, ?, 'user', ?)",
+        (
+            (n, f"b{n}", json.dumps({"role": "user", "id": f"b{n}", "content": text}))
+            for n in range(rows)
+        ),
+    )
+    db.execute("COMMIT")
+    tracemalloc.start()
+    try:
+        migrate(db)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    sizes = db.execute(
+        "SELECT COUNT(*), MIN(chars), MAX(chars) FROM messages WHERE conversation_id='big'"
+    )
+    assert sizes.fetchone() == (rows, 4_000, 4_000)
+    db.close()
+    store_bytes = rows * len(text)
+    assert peak < store_bytes / 4, f"peak {peak:,} bytes for {store_bytes:,} bytes of bodies"
