@@ -7,7 +7,14 @@ from typing import Any
 
 from ._shapes import ITEM_ROLES, result_slots, role_of, tool_calls
 
-__all__ = ["BLOCK_IDS_KEY", "SPLIT_KEY", "STUB_TEXT", "check_pairing", "repair_pairing"]
+__all__ = [
+    "BLOCK_IDS_KEY",
+    "SPLIT_KEY",
+    "STUB_TEXT",
+    "check_pairing",
+    "open_calls_of",
+    "repair_pairing",
+]
 
 _SYSTEM_ROLES = ("system", "developer")
 
@@ -38,7 +45,7 @@ def check_pairing(messages: Sequence[Mapping[str, Any]]) -> list[str]:
                 _close(open_calls, problems)
             # Providers pair results with the calls right before them, so an id may recur in
             # a later turn (recorded logs do this) but never twice in one message.
-            for call_id, _ in tool_calls(message):
+            for call_id in open_calls_of(message):
                 if call_id in open_calls:
                     problems.append(f"message {i} makes tool call id {call_id!r} twice")
                 open_calls[call_id] = i
@@ -68,6 +75,19 @@ def check_pairing(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         i += 1
     _close(open_calls, problems)
     return problems
+
+
+def open_calls_of(message: Mapping[str, Any]) -> list[str]:
+    """Ids of the calls an assistant message makes that need a result after it: every call
+    but a server tool's (Anthropic ``server_tool_use``, ``mcp_tool_use``), which the same
+    message answers with its own result block."""
+    content = message.get("content")
+    answered = {
+        b.get("tool_use_id")
+        for b in (content if isinstance(content, list) else ())
+        if isinstance(b, Mapping) and b.get("type") != "tool_result" and "tool_use_id" in b
+    }
+    return [call_id for call_id, _ in tool_calls(message) if call_id not in answered]
 
 
 def _is_item(message: Mapping[str, Any]) -> bool:
@@ -256,14 +276,14 @@ def _pair(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
             continue
         if continues:  # one more item of the same Responses turn
             out.append(message)
-            pending.update((cid, None) for cid, _ in tool_calls(message))
+            pending.update((cid, None) for cid in open_calls_of(message))
             if _is_item(message):
                 shape = "responses"
             continue
         close()
         out.append(message)
         if role == "assistant":
-            pending = {cid: None for cid, _ in tool_calls(message)}
+            pending = {cid: None for cid in open_calls_of(message)}
             shape = (
                 "responses"
                 if _is_item(message)

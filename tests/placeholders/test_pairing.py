@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from leanreplay.placeholders import check_pairing
+from leanreplay.placeholders import check_pairing, repair_pairing
 from tests.builders import an_call, an_results, assistant, oa_call, oa_result, user
 
 CASES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
@@ -47,6 +47,22 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
         [user("q"), oa_call(("a", "x"), ("a", "y")), oa_result("a", "1")],
         ["message 1 makes tool call id 'a' twice"],
     ),
+    # A server tool (web search, an MCP connector) is answered inside the same message.
+    "anthropic-server-tool-answered-in-place": (
+        [
+            user("q"),
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}},
+                    {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []},
+                    {"type": "text", "text": "found it"},
+                ],
+            },
+            user("thanks"),
+        ],
+        [],
+    ),
     "id-reused-in-a-later-turn-is-fine": (
         [
             user("q"),
@@ -59,6 +75,13 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
         [],
     ),
 }
+
+
+def test_a_server_tool_call_gets_no_stub_result() -> None:
+    messages = CASES["anthropic-server-tool-answered-in-place"][0]
+    repaired, notes = repair_pairing(messages)
+    assert repaired == messages
+    assert notes == []
 
 
 @pytest.mark.parametrize("name", sorted(CASES), ids=str)
