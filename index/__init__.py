@@ -22,6 +22,7 @@ if _sys.platform not in ("linux", "darwin"):
 
 from ._errors import (
     BusyError,
+    ConversationChangedError,
     ConversationNotFoundError,
     FileChangedError,
     ImportFormatError,
@@ -56,6 +57,7 @@ __all__ = [
     "BusyError",
     "Capability",
     "CapabilityIndex",
+    "ConversationChangedError",
     "ConversationInfo",
     "ConversationNotFoundError",
     "ConversationStats",

@@ -15,6 +15,7 @@ face can say them in its own words (the CLI adds its flags).
     ├── ImportFormatError          an input file is not in the format asked for or detected
     │   ├── NotALogError           no known log format fits the file (format "auto")
     │   └── IngestError            some files of an ingest were refused (``report`` says which)
+    ├── ConversationChangedError   another writer appended to the conversation since it was read
     ├── BusyError                  another process holds the writer past the wait limit
     └── StoreError                 the store on disk is unusable
         └── StoreVersionError      written by a newer leanreplay, or too old for a read-only home
@@ -27,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "BusyError",
+    "ConversationChangedError",
     "ConversationNotFoundError",
     "FileChangedError",
     "ImportFormatError",
@@ -107,6 +109,11 @@ class IngestError(ImportFormatError):
     def __init__(self, message: str, report: Any) -> None:
         super().__init__(message)
         self.report = report
+
+
+class ConversationChangedError(WorkspaceError):
+    """A conditional append found the conversation longer than the caller read it: another
+    writer appended first. Nothing was stored; read it again."""
 
 
 class BusyError(WorkspaceError):

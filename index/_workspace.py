@@ -240,9 +240,10 @@ class Workspace:
             raise ConversationNotFoundError(f"no conversation {cid!r}")
         return cid
 
-    def conversations(self) -> list[str]:
-        """Ids of the stored conversations this workspace may see."""
-        ids = self._store.conversation_ids()
+    def conversations(self, prefix: str | None = None) -> list[str]:
+        """Ids of the stored conversations this workspace may see (only those starting with
+        ``prefix``, when given), sorted."""
+        ids = self._store.conversation_ids(prefix)
         return [i for i in ids if self.allowed is None or i in self.allowed]
 
     def info(self, conversation_id: str) -> ConversationInfo:
@@ -305,6 +306,41 @@ class Workspace:
         conversation grows past the fold threshold, the prefix is folded (``auto_fold``).
         """
         return self._life.append(self._visible(conversation_id), message)
+
+    def extend(
+        self,
+        conversation_id: str,
+        messages: Sequence[Mapping[str, Any] | Any],
+        *,
+        after: int | None = None,
+        source: str | None = None,
+        format: str | None = None,
+    ) -> list[str]:
+        """Store several messages at the end of a conversation in one transaction (as
+        `append` stores one); returns their ids.
+
+        Args:
+            after: store them only if the conversation still holds exactly this many
+                messages (0: it is new), else raise `ConversationChangedError` and store
+                nothing: how two writers of one conversation never interleave.
+            source, format: recorded for a conversation this creates (`info`).
+        """
+        cid = self._visible(conversation_id)
+        plain = [plain_json(m) for m in messages]
+        saved = AttachmentSaver(self.attachments_dir)
+        for message in plain:
+            saved(message)  # before the transaction: the write lock is not held for the copy
+        ids = self.store.append(
+            cid, plain, attachments=saved, after=after, source=source, format=format
+        )
+        if self.auto_fold and ids:
+            fold = self.store.fold(cid)
+            if (
+                self.store.chars_after(cid, fold.through_seq if fold else 0)
+                > self.fold_policy.threshold_chars
+            ):
+                self.fold(cid)
+        return ids
 
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """The stored originals, in order, each with its ``id``."""

@@ -23,6 +23,7 @@ from leanreplay.placeholders import SPLIT_KEY, content_chars, role_of
 
 from .._errors import (
     BusyError,
+    ConversationChangedError,
     ConversationNotFoundError,
     ImportFormatError,
     InvalidArgumentError,
@@ -263,8 +264,15 @@ class Store:
 
     # conversations
 
-    def conversation_ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT id FROM conversations ORDER BY id")]
+    def conversation_ids(self, prefix: str | None = None) -> list[str]:
+        if not prefix:
+            return [r[0] for r in self._read("SELECT id FROM conversations ORDER BY id")]
+        # A range on the primary key: ids sort by their UTF-8 bytes, U+10FFFF sorts last.
+        rows = self._read(
+            "SELECT id FROM conversations WHERE id >= ? AND id < ? ORDER BY id",
+            (prefix, prefix + "\U0010ffff"),
+        )
+        return [r[0] for r in rows]
 
     def exists(self, conversation_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
@@ -292,16 +300,29 @@ class Store:
         format: str | None = None,
         notes: Iterable[str] = (),
         attachments: Callable[[Mapping[str, Any]], list[SavedAttachment]] | None = None,
+        after: int | None = None,
     ) -> list[str]:
         """Append messages in one transaction; returns their ids (assigned when missing).
 
         ``attachments(message)`` names the inline attachments of a message, already saved
         under the home; their rows commit in the same transaction as the message, so a crash
-        never leaves a stored message without its cards.
+        never leaves a stored message without its cards. With ``after``, append only if the
+        conversation still holds exactly that many messages (0: none, or it does not exist),
+        else raise `ConversationChangedError` and store nothing.
         """
         check_id("conversation_id", conversation_id)
         prepared = _checked(messages)
         with self._write() as db:
+            if after is not None:
+                (held,) = db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
+                    (conversation_id,),
+                ).fetchone()
+                if held != after:
+                    raise ConversationChangedError(
+                        f"conversation {conversation_id!r} holds {held} messages, not {after}: "
+                        "another writer appended since it was read; read it again"
+                    )
             self._conversation(db, conversation_id, source, format, notes)
             return self._insert(db, conversation_id, prepared, attachments)
 
