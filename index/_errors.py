@@ -16,6 +16,8 @@ face can say them in its own words (the CLI adds its flags).
     │   ├── NotALogError           no known log format fits the file (format "auto")
     │   └── IngestError            some files of an ingest were refused (``report`` says which)
     ├── ConversationChangedError   another writer appended to the conversation since it was read
+    ├── ProxyError                 the proxy's own failure, answered in the API's error format
+    │   └── RequestBodyError       a request body that is not the JSON its API takes
     ├── BusyError                  another process holds the writer past the wait limit
     └── StoreError                 the store on disk is unusable
         └── StoreVersionError      written by a newer leanreplay, or too old for a read-only home
@@ -39,6 +41,8 @@ __all__ = [
     "NotFoundError",
     "OutsideRootsError",
     "PathError",
+    "ProxyError",
+    "RequestBodyError",
     "StoreError",
     "StoreVersionError",
     "WorkspaceError",
@@ -114,6 +118,22 @@ class IngestError(ImportFormatError):
 class ConversationChangedError(WorkspaceError):
     """A conditional append found the conversation longer than the caller read it: another
     writer appended first. Nothing was stored; read it again."""
+
+
+class ProxyError(WorkspaceError):
+    """A failure of the proxy itself (not of its upstream): the client gets ``status`` and
+    the message in its API's own error format."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RequestBodyError(ProxyError, ValueError):
+    """A request body that is not the JSON its API takes (status 400)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(400, message)
 
 
 class BusyError(WorkspaceError):

@@ -325,22 +325,9 @@ class Workspace:
                 nothing: how two writers of one conversation never interleave.
             source, format: recorded for a conversation this creates (`info`).
         """
-        cid = self._visible(conversation_id)
-        plain = [plain_json(m) for m in messages]
-        saved = AttachmentSaver(self.attachments_dir)
-        for message in plain:
-            saved(message)  # before the transaction: the write lock is not held for the copy
-        ids = self.store.append(
-            cid, plain, attachments=saved, after=after, source=source, format=format
+        return self._life.extend(
+            self._visible(conversation_id), messages, after=after, source=source, format=format
         )
-        if self.auto_fold and ids:
-            fold = self.store.fold(cid)
-            if (
-                self.store.chars_after(cid, fold.through_seq if fold else 0)
-                > self.fold_policy.threshold_chars
-            ):
-                self.fold(cid)
-        return ids
 
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """The stored originals, in order, each with its ``id``."""

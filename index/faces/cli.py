@@ -38,6 +38,7 @@ from leanreplay.placeholders import (
 
 from ._address import check_bind, parse_address
 from ._demo import run_demo
+from ._net import HttpPolicy
 from ._render import cli_message, ingest_line, progress_bar, render_message
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -646,6 +647,108 @@ def view(
                 token,
                 allow_remote=allow_remote,
                 announce=lambda url: click.echo(f"leanreplay view at {url}", err=True),
+            )
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot serve on {host}:{port}: {exc.strerror}; pick another --port (0 for any)"
+            ) from None
+
+
+# The top-level modules of the `proxy` extra.
+PROXY_EXTRA_MODULES = frozenset({"anyio", "httpx2", "starlette", "uvicorn"})
+
+
+def _proxy_module() -> ModuleType:
+    """The proxy face; it needs the `proxy` extra (starlette, uvicorn, httpx2)."""
+    try:
+        return importlib.import_module("leanreplay.index.faces.proxy")
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in PROXY_EXTRA_MODULES:
+            raise
+        raise click.ClickException(
+            f"`leanreplay proxy` needs the HTTP stack, which is not installed ({exc.name} is "
+            "missing); install it with: pip install 'leanreplay[proxy]'"
+        ) from None
+
+
+@cli.command()
+@click.option(
+    "--upstream",
+    required=True,
+    metavar="URL",
+    help="The API to forward to: https://api.anthropic.com, https://api.openai.com, or a "
+    "gateway speaking their APIs.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8787,
+    show_default=True,
+    help="Port to serve on; 0 picks a free one.",
+)
+@click.option(
+    "--token",
+    envvar="LEANREPLAY_TOKEN",
+    default=None,
+    help="Off loopback: the token every request must carry in the x-leanreplay-token header "
+    "(at least 32 chars, or LEANREPLAY_TOKEN); one is generated when none is given.",
+)
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback address.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another Host header clients reach the proxy by (repeatable), e.g. a DNS name.",
+)
+@click.pass_context
+@library_errors
+def proxy(
+    ctx: click.Context,
+    upstream: str,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+) -> None:
+    """Run a transparent proxy in front of the Anthropic or OpenAI API.
+
+    Point a client's base URL at it (ANTHROPIC_BASE_URL, OPENAI_BASE_URL): its requests
+    are stored, sent on as lean replays with retrieval tools the proxy answers itself, and
+    answered as the API answers. Auth headers pass through untouched, never stored.
+    """
+    face = _proxy_module()
+    host = host.strip("[]")
+    loopback = check_bind(host, token, no_auth=False, allow_remote=allow_remote)
+    if not loopback:
+        if token is None:
+            token = secrets.token_urlsafe(32)
+            click.echo(
+                f"proxy token (printed once; clients send x-leanreplay-token: ...): {token}",
+                err=True,
+            )
+        click.echo(
+            f"warning: serving the proxy on {host}, beyond this machine: anyone who can reach "
+            "it and holds the token can send requests through it and read the conversations "
+            "they continue; the traffic is plain HTTP, so prefer an SSH tunnel or a TLS proxy",
+            err=True,
+        )
+    config = face.ProxyConfig(
+        upstream,
+        token=token,
+        http=HttpPolicy(None) if allow_remote else None,
+    )
+    with workspace(ctx, cwd_is_root=False) as ws:
+        try:
+            face.serve(
+                ws,
+                config,
+                host,
+                port,
+                announce=lambda url: click.echo(f"leanreplay proxy on {url} -> {upstream}"),
+                allowed_hosts=allowed_hosts,
             )
         except OSError as exc:
             raise click.ClickException(

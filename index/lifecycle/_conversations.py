@@ -97,6 +97,33 @@ class Conversations:
                 self.fold(cid)
         return mid
 
+    def extend(
+        self,
+        cid: str,
+        messages: Sequence[Mapping[str, Any] | Any],
+        *,
+        after: int | None = None,
+        source: str | None = None,
+        format: str | None = None,
+    ) -> list[str]:
+        """Store several messages in one transaction (with ``after``: only if the
+        conversation still holds that many), then fold as `append` does."""
+        plain = [plain_json(m) for m in messages]
+        saved = AttachmentSaver(self.attachments_dir)
+        for message in plain:
+            saved(message)  # before the transaction: the write lock is not held for the copy
+        ids = self.store.append(
+            cid, plain, attachments=saved, after=after, source=source, format=format
+        )
+        if self.auto_fold and ids:
+            fold = self.store.fold(cid)
+            if (
+                self.store.chars_after(cid, fold.through_seq if fold else 0)
+                > self.fold_policy.threshold_chars
+            ):
+                self.fold(cid)
+        return ids
+
     def fold_added(self, cid: str, new: int) -> list[FoldResult]:
         """Fold ``new`` just-imported messages as if they had been appended one at a time."""
         return fold_as_appended(self.store, cid, new, self.fold_policy, self.summarizer, self.home)

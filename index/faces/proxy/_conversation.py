@@ -1,0 +1,525 @@
+"""Which stored conversation a request continues, what of it is new, and the lean body sent
+upstream in its place.
+
+Every request carries the client's whole history. The proxy keeps no state of its own: the
+store is the only memory, so any worker on the same store answers any request.
+
+**Mapping.** A request names its conversation's family by an id the client gives (the
+``x-leanreplay-conversation`` header, Claude Code's session id), or else by the digest of
+its first message. Inside a family, a conversation is the stored history the request
+extends: its messages, as the client holds them, are the request's first ones. A request that
+extends none (an edit, a rewind, a subagent of the same session) starts a conversation of
+its own, named after the digest of the request's history up to the first message that
+differs (``<family>~<digest>``), so later requests find it from their own digests without
+reading the others. Nothing stored is ever changed.
+
+**The client's view.** Stored messages are what the client sent, plus the proxy's own
+retrieval rounds, marked with a `PROXY_KEY` record; a round's group records the message(s)
+the client received instead (``view``), which is what the client will send back.
+
+**The lean body.** The stored messages, the client's ones in the bytes of this request,
+go through the library's replay (cards for inline attachments, the fold, placeholders);
+every message the replay left unchanged is copied from the client's text byte for byte, a
+changed one is spliced (only its changed blocks are serialised), and the proxy's own
+messages are serialised deterministically. The system prompt, the tools and every other
+field keep the client's bytes; our tools are appended after the client's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from leanreplay.placeholders import (
+    ReplayPolicy,
+    ReplayResult,
+    check_pairing,
+    folded_prefix,
+    replay,
+)
+
+from ..._errors import ConversationChangedError, ConversationNotFoundError
+from ..._workspace import TOOL_NAMES, Workspace
+from ._api import Api, ClientRequest
+from ._jsontext import dumps, replace_spans, splice, without_key
+
+__all__ = [
+    "FAMILY_HEADER",
+    "PROXY_KEY",
+    "Lean",
+    "Match",
+    "build",
+    "conversation_of",
+    "digests",
+    "family",
+]
+
+PROXY_KEY = "proxy"  # bookkeeping of the proxy's own messages (never sent upstream)
+FAMILY_HEADER = "x-leanreplay-conversation"
+SOURCE = "proxy"  # the source of the conversations the proxy stores (`info`)
+FORK = "~"
+DIGEST_CHARS = 16
+MAX_CANDIDATES = 4  # conversations read to find the one a request extends, at most
+MAX_ATTEMPTS = 5  # re-reads when another request of the same conversation stored first
+BOOKKEEPING = frozenset({"id", PROXY_KEY, "block_ids", "meta", "stub", "api_message_id"})
+_READERS = re.compile(r"\| read with: ([a-z_]+(?:, [a-z_]+)*)(?: \| warnings: .*)?$")
+# Fields a client may drop or leave null when it sends back an answer it was given.
+_ECHOED = frozenset(
+    {"status", "annotations", "logprobs", "refusal", "audio", "function_call", "citations", "id"}
+)
+
+
+# --- digests and families -------------------------------------------------------------------
+
+
+def digests(request: ClientRequest) -> list[str]:
+    """The running digest of the request's history after each message: over the client's
+    own text of each message, ``cache_control`` members left out (clients move their
+    breakpoints from request to request)."""
+    h = hashlib.sha256()
+    out = []
+    text = request.text
+    for value, (start, end) in zip(request.messages, request.spans, strict=True):
+        h.update(without_key(text, start, end, value, "cache_control").encode("utf-8", "replace"))
+        h.update(b"\x1e")
+        out.append(h.copy().hexdigest()[:DIGEST_CHARS])
+    return out
+
+
+def family(api: Api, request: ClientRequest, header: str | None, chain: Sequence[str]) -> str:
+    """The id the request's conversations start with."""
+    if header:
+        return header
+    session = api.session(request)
+    if session:
+        return session
+    return f"proxy-{api.name}-{chain[0]}"
+
+
+# --- the client's view of what is stored ----------------------------------------------------
+
+
+def views(stored: Sequence[Mapping[str, Any]]) -> list[tuple[Any, int | None]]:
+    """What the client holds for the stored messages, in order: each client message as it is
+    (with the index of its stored message), and the view of each group of the proxy's own
+    messages (index None)."""
+    out: list[tuple[Any, int | None]] = []
+    i = 0
+    while i < len(stored):
+        mark = stored[i].get(PROXY_KEY)
+        if not isinstance(mark, Mapping):
+            out.append((stored[i], i))
+            i += 1
+            continue
+        group = mark.get("response")
+        j = i
+        while j < len(stored):
+            other = stored[j].get(PROXY_KEY)
+            if not (isinstance(other, Mapping) and other.get("response") == group):
+                break
+            j += 1
+        last = stored[j - 1][PROXY_KEY]
+        out += [(v, None) for v in last.get("view") or ()]
+        i = j
+    return out
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    return value
+
+
+def _loose(value: Any, client: Any) -> Any:
+    """``value`` with what a client may change about an answer it was given evened out:
+    null and empty echoed fields, ``cache_control``, and echoed fields it left out."""
+    if isinstance(value, dict):
+        theirs = client if isinstance(client, dict) else {}
+        out = {}
+        for key, item in value.items():
+            if key == "cache_control" or item is None or (item == [] and key in _ECHOED):
+                continue
+            if key in _ECHOED and key not in theirs:
+                continue
+            if key == "index" and "function" in value:
+                continue  # streamed tool calls carry their position
+            out[key] = _loose(item, theirs.get(key))
+        return out
+    if isinstance(value, list):
+        others = client if isinstance(client, list) else []
+        return [_loose(v, others[n] if n < len(others) else None) for n, v in enumerate(value)]
+    return value
+
+
+def same(client: Any, ours: Any, *, loose: bool) -> bool:
+    """Whether the client's message is the stored one (or, ``loose``, the view it was given)."""
+    if isinstance(ours, dict) and isinstance(client, dict):
+        ours = {k: v for k, v in ours.items() if k != PROXY_KEY and (k != "id" or "id" in client)}
+    if client == ours:
+        return True
+    if loose:
+        return bool(_loose(client, ours) == _loose(ours, client))
+    return bool(_strict(client) == _strict(ours))
+
+
+# --- matching ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Match:
+    """The conversation a request continues."""
+
+    conversation_id: str
+    stored: list[dict[str, Any]]  # every stored message, the request's new ones included
+    owners: dict[str, int]  # stored message id -> index of the request message it is
+    added: int  # messages this request stored
+    created: bool  # the conversation is new
+
+
+def _common(
+    request: ClientRequest, stored: Sequence[Mapping[str, Any]]
+) -> tuple[int, bool, dict[str, int]]:
+    """How many of the request's messages the stored view holds, whether the request
+    extends all of it, and the stored id of each request message it holds."""
+    shown = views(stored)
+    owners: dict[str, int] = {}
+    n = 0
+    for (view, index), message in zip(shown, request.messages, strict=False):
+        if not same(message, view, loose=index is None):
+            return n, False, owners
+        if index is not None:
+            mid = stored[index].get("id")
+            if isinstance(mid, str):
+                owners[mid] = n
+        n += 1
+    return n, len(shown) <= len(request.messages), owners
+
+
+def _candidates(ws: Workspace, base: str, chain: Sequence[str]) -> list[str]:
+    at = {d: k for k, d in enumerate(chain, 1)}
+    scored: list[tuple[int, str]] = []
+    for cid in ws.conversations(prefix=base):
+        if cid == base:
+            scored.append((0, cid))
+        elif cid.startswith(base + FORK):
+            tag = cid[len(base) + len(FORK) :].split(".", 1)[0]
+            if tag in at:
+                scored.append((at[tag], cid))
+    scored.sort(reverse=True)
+    return [cid for _, cid in scored]
+
+
+def conversation_of(
+    ws: Workspace,
+    request: ClientRequest,
+    base: str,
+    chain: Sequence[str],
+    *,
+    format: str | None = None,
+) -> Match:
+    """Find (or start) the conversation the request continues and store what is new in it.
+
+    Raises:
+        ConversationChangedError: other requests kept storing into it first (after
+            `MAX_ATTEMPTS` tries).
+    """
+    for _ in range(MAX_ATTEMPTS):
+        best = 0
+        existing: set[str] = set()
+        for cid in _candidates(ws, base, chain)[:MAX_CANDIDATES]:
+            existing.add(cid)
+            try:
+                stored = ws.messages(cid)
+            except ConversationNotFoundError:
+                continue
+            n, extends, owners = _common(request, stored)
+            if extends:
+                try:
+                    return _extend(ws, request, cid, stored, n, owners, format=format)
+                except ConversationChangedError:
+                    break  # read it again
+            best = max(best, n)
+        else:
+            cid = _fork_name(ws, base, chain, best, existing)
+            try:
+                return _extend(ws, request, cid, [], 0, {}, format=format)
+            except ConversationChangedError:
+                continue
+    raise ConversationChangedError(
+        f"conversation {base!r} kept changing while this request was stored; send it again"
+    )
+
+
+def _fork_name(
+    ws: Workspace, base: str, chain: Sequence[str], common: int, existing: set[str]
+) -> str:
+    names = set(ws.conversations(prefix=base)) | existing
+    if base not in names:
+        return base
+    tag = chain[min(common, len(chain) - 1)]
+    name = f"{base}{FORK}{tag}"
+    n = 1
+    while name in names:
+        n += 1
+        name = f"{base}{FORK}{tag}.{n}"
+    return name
+
+
+def _extend(
+    ws: Workspace,
+    request: ClientRequest,
+    cid: str,
+    stored: list[dict[str, Any]],
+    held: int,
+    owners: dict[str, int],
+    *,
+    format: str | None,
+) -> Match:
+    new = request.messages[held:]
+    ids = ws.extend(cid, new, after=len(stored), source=SOURCE, format=format) if new else []
+    owners = dict(owners)
+    added = []
+    for offset, (mid, message) in enumerate(zip(ids, new, strict=True)):
+        owners[mid] = held + offset
+        added.append({**message, "id": mid} if isinstance(message, dict) else message)
+    return Match(cid, stored + added, owners, len(new), not stored)
+
+
+# --- the lean body -----------------------------------------------------------------------------
+
+HOLE = "\x00"  # marks where the history goes; a raw NUL cannot occur in JSON text
+
+
+@dataclass
+class Lean:
+    """The body to send upstream, split around its history array so rounds can extend it."""
+
+    head: str  # the body before the history array's closing bracket
+    tail: str  # the closing bracket and the rest of the body
+    result: ReplayResult
+    tools: list[str]  # the tool names the proxy added (its hidden tools)
+    problems: list[str] = field(default_factory=list)  # check_pairing's, if any
+
+    def body(self, extra: Sequence[str] = ()) -> bytes:
+        """The body, with ``extra`` messages (a next round's) at the end of the history."""
+        more = "".join("," + part for part in extra)
+        return (self.head + more + self.tail).encode("utf-8")
+
+
+def our_tools(ws: Workspace, cid: str, declared: set[str]) -> list[str]:
+    """The tools the proxy adds for a conversation: the retrieval tools, then every reader a
+    card of the conversation names, in the library's order; none the client declared."""
+    named: set[str] = set()
+    for card in ws.attachment_cards(cid).values():
+        found = _READERS.search(card)
+        if found:
+            named.update(found.group(1).split(", "))
+    names = ["conversation_read", "conversation_search"]
+    names += [n for n in TOOL_NAMES if n in named and n not in names]
+    return [n for n in names if n not in declared]
+
+
+def _cards(
+    messages: list[dict[str, Any]], cards: Mapping[tuple[str, int], str]
+) -> list[dict[str, Any]]:
+    """Inline attachments as their cards, each card keeping its block's breakpoint."""
+    if not cards:
+        return messages
+    out = list(messages)
+    for i, message in enumerate(messages):
+        mid = message.get("id")
+        content = message.get("content")
+        if not isinstance(mid, str) or not isinstance(content, list):
+            continue
+        blocks = [b for b in range(len(content)) if (mid, b) in cards]
+        if not blocks:
+            continue
+        content = list(content)
+        for b in blocks:
+            card: dict[str, Any] = {"type": _text_type(content[b]), "text": cards[(mid, b)]}
+            old = content[b]
+            if isinstance(old, Mapping) and "cache_control" in old:
+                card["cache_control"] = old["cache_control"]
+            content[b] = card
+        out[i] = {**message, "content": content}
+    return out
+
+
+def _text_type(block: Any) -> str:
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    return "input_text" if kind in ("input_image", "input_file") else "text"
+
+
+def _join_pending(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The proxy's results for calls it answered beside the client's (a ``pending`` group
+    message) go into the client's next user message, right after the client's own results:
+    Anthropic takes every result of one turn in one message, results first."""
+    out: list[dict[str, Any]] = []
+    pending: dict[str, Any] | None = None
+    for message in messages:
+        mark = message.get(PROXY_KEY)
+        if isinstance(mark, Mapping) and mark.get("part") == "pending":
+            pending = message
+            continue
+        if pending is not None and message.get("role") == "user":
+            content = message.get("content")
+            theirs = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            cut = 0
+            while (
+                cut < len(theirs)
+                and isinstance(theirs[cut], Mapping)
+                and theirs[cut].get("type") == "tool_result"
+            ):
+                cut += 1
+            ours = list(pending["content"])
+            joined = [*theirs[:cut], *ours, *theirs[cut:]]
+            ids = [message.get("id")] * cut + [pending.get("id")] * len(ours)
+            ids += [message.get("id")] * (len(theirs) - cut)
+            message = {**message, "content": joined, "block_ids": ids}
+            pending = None
+        elif pending is not None:
+            out.append(pending)
+            pending = None
+        out.append(message)
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def clean(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message of the proxy's own (or the replay's) without bookkeeping keys; a Responses
+    item keeps the ``id`` upstream gave it."""
+    mark = message.get(PROXY_KEY)
+    keep_id = isinstance(mark, Mapping) and mark.get("own_id") is True
+    return {k: v for k, v in message.items() if k not in BOOKKEEPING or (k == "id" and keep_id)}
+
+
+def build(
+    ws: Workspace,
+    api: Api,
+    request: ClientRequest,
+    match: Match,
+    tools: Sequence[Mapping[str, Any]],
+    policy: ReplayPolicy | None = None,
+) -> Lean:
+    """The lean body for the request: the stored conversation replayed (the client's
+    messages in this request's bytes), our tools after the client's."""
+    inputs: list[dict[str, Any]] = []
+    sources: dict[int, int] = {}  # id() of an input message -> index of the request message
+    for message in match.stored:
+        mid = message.get("id")
+        j = match.owners.get(mid) if isinstance(mid, str) else None
+        value = request.messages[j] if j is not None else None
+        if j is not None and isinstance(value, dict):
+            message = {**value, "id": mid}
+            sources[id(message)] = j
+        inputs.append(message)
+    result = _lean(ws, api, match.conversation_id, inputs, policy)
+    return render(api, request, match, result, result.messages, tools, sources)
+
+
+def render(
+    api: Api,
+    request: ClientRequest,
+    match: Match,
+    result: ReplayResult,
+    messages: list[dict[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    sources: Mapping[int, int] | None = None,
+) -> Lean:
+    """The body for a lean message list (``messages``: the replay's, or the compacted copy
+    of it after an overflow)."""
+    sources = sources or {}
+    rendered = [_render(api, request, m, match.owners, sources) for m in messages]
+    edits: list[tuple[int, int, str]] = []
+    if request.history_span is not None:
+        edits.append((*request.history_span, HOLE))
+    tools_edit = api.tools_edit(request, tools)
+    if tools_edit is not None:
+        edits.append(tools_edit)
+    text = replace_spans(request.text, edits)
+    head, _, tail = text.partition(HOLE)
+    inner, close = _array(request, rendered)
+    names = [str(t["name"]) for t in tools]
+    return Lean(head + inner, close + tail, result, names, check_pairing(messages))
+
+
+def _array(request: ClientRequest, rendered: list[tuple[str, int | None]]) -> tuple[str, str]:
+    """The history array's text up to its last element, and its closing bracket: between two
+    messages that follow each other in the client's request, the client's own separator, so
+    an unchanged history is the client's bytes exactly."""
+    text = request.text
+    start, end = request.history_span or (0, 0)
+    spans = request.spans
+    out = ["["]
+    previous: int | None = None
+    for n, (part, j) in enumerate(rendered):
+        if n == 0:
+            out.append(text[start + 1 : spans[0][0]] if j == 0 else "")
+        elif j is not None and previous is not None and j == previous + 1:
+            out.append(text[spans[previous][1] : spans[j][0]])
+        else:
+            out.append(",")
+        out.append(part)
+        previous = j
+    last = len(spans) - 1
+    close = text[spans[last][1] : end] if spans and previous == last else "]"
+    return "".join(out), close
+
+
+def _lean(
+    ws: Workspace,
+    api: Api,
+    cid: str,
+    inputs: list[dict[str, Any]],
+    policy: ReplayPolicy | None,
+) -> ReplayResult:
+    messages = _cards(inputs, ws.attachment_cards(cid))
+    if api.name == "anthropic":
+        messages = _join_pending(messages)
+    fold = ws.fold_state(cid)
+    if fold is not None:
+        through = fold["summarized_through_message"]
+        lead = 0
+        while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
+            lead += 1
+        prefix = folded_prefix(
+            cid, fold["summary"], fold["summarized_through_message_id"], fold["generation"]
+        )
+        messages = messages[:lead] + prefix + messages[max(through, lead) :]
+    return replay(messages, conversation_id=cid, policy=policy)
+
+
+def _render(
+    api: Api,
+    request: ClientRequest,
+    message: dict[str, Any],
+    owners: Mapping[str, int],
+    sources: Mapping[int, int],
+) -> tuple[str, int | None]:
+    """One history message's JSON text (and the index of the client's message it is): the
+    client's own bytes where the replay left it as the client sent it, spliced where it
+    changed part of it, ours otherwise."""
+    j = sources.get(id(message))
+    if j is not None:
+        start, end = request.spans[j]
+        return request.text[start:end], j  # passed through the replay untouched
+    mid = message.get("id")
+    j = owners.get(mid) if isinstance(mid, str) else None
+    if j is not None:
+        client = request.messages[j]
+        if isinstance(client, dict):
+            new = {k: v for k, v in message.items() if k in client or k not in BOOKKEEPING}
+            start, end = request.spans[j]
+            return splice(request.text, start, end, client, new), j
+    return dumps(api.upstream_message(clean(message))), None
+
+
+def round_parts(api: Api, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The JSON text of the proxy's own messages appended to the history for a next round."""
+    return [dumps(api.upstream_message(clean(m))) for m in messages]
