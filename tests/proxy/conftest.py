@@ -4,15 +4,20 @@ proxy in front of it over real HTTP, on a fresh home for each test."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import anthropic
+import openai
 import pytest
 
 from leanreplay.index import Workspace
 from leanreplay.index.faces.proxy import ProxyConfig, proxy_app
-from leanreplay.placeholders import check_pairing
+from leanreplay.placeholders import check_pairing, role_of
 from tests.proxy.upstream import FakeUpstream, serve
+
+KEY = "sk-ant-test-0123456789abcdef"  # the client's API key: it must reach the upstream only
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +31,37 @@ class Proxy:
     url: str
     home: Path
     upstream: FakeUpstream
+    clients: list[Any] = field(default_factory=list)
 
     def workspace(self) -> Workspace:
         return Workspace(self.home)
+
+    def anthropic(self) -> anthropic.Anthropic:
+        """The Anthropic SDK's client, pointed at the proxy (closed with it)."""
+        client = anthropic.Anthropic(base_url=self.url, api_key=KEY, max_retries=0)
+        self.clients.append(client)
+        return client
+
+    def openai(self) -> openai.OpenAI:
+        """The OpenAI SDK's client, pointed at the proxy (closed with it)."""
+        client = openai.OpenAI(base_url=f"{self.url}/v1", api_key="sk-openai-test", max_retries=0)
+        self.clients.append(client)
+        return client
 
 
 def start_proxy(home: Path, upstream: FakeUpstream, **config: object) -> tuple[Proxy, object]:
     ws = Workspace(home)
     url, stop = serve(proxy_app(ws, ProxyConfig(upstream.url, **config)))  # type: ignore[arg-type]
 
+    running = Proxy(url, home, upstream)
+
     def close() -> None:
+        for client in running.clients:
+            client.close()
         stop()
         ws.close()
 
-    return Proxy(url, home, upstream), close
+    return running, close
 
 
 @pytest.fixture
@@ -56,10 +78,13 @@ def proxy(upstream: FakeUpstream, tmp_path: Path) -> Iterator[Proxy]:
 
 
 def assert_paired(upstream: FakeUpstream) -> None:
-    """Every request the proxy sent upstream passes `check_pairing`."""
+    """Every request the proxy built passes `check_pairing` (a history of malformed messages
+    goes upstream as the client sent it, for the upstream to judge)."""
     for recorded in upstream.requests:
         if recorded.path in ("/v1/messages", "/v1/chat/completions", "/v1/responses"):
             body = recorded.json
             history = body.get("messages", body.get("input"))
-            if isinstance(history, list):
+            if isinstance(history, list) and all(
+                isinstance(m, dict) and role_of(m) for m in history
+            ):
                 assert check_pairing(history) == [], recorded.body[:300]

@@ -19,11 +19,10 @@ from leanreplay.index import Workspace
 from leanreplay.index.faces.proxy import FAMILY_HEADER
 from leanreplay.placeholders import PLACEHOLDER_MARKER, ReplayPolicy, check_pairing
 from tests.conftest import SAMPLES
-from tests.proxy.conftest import Proxy, start_proxy
+from tests.proxy.conftest import KEY, Proxy, start_proxy
 from tests.proxy.upstream import FakeUpstream, Thinking, Tool, answer
 
 BIG = "".join(f"line {i}: the build log says nothing of interest here\n" for i in range(120))
-KEY = "sk-ant-test-0123456789abcdef"
 PNG = base64.b64encode((SAMPLES / "red_64x48.png").read_bytes()).decode()
 EAGER = ReplayPolicy(timing="eager")  # every stale elision at once: exact assertions
 
@@ -109,7 +108,7 @@ def test_a_first_request_goes_upstream_as_sent_with_our_tools_after_the_clients(
 
 def test_the_sdk_clients_get_their_own_objects(proxy: Proxy) -> None:
     proxy.upstream.default = answer("fine, thanks")
-    sync = anthropic.Anthropic(base_url=proxy.url, api_key=KEY, max_retries=0)
+    sync = proxy.anthropic()
     message = sync.messages.create(
         model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "how are you?"}]
     )
@@ -348,7 +347,7 @@ def test_a_tool_the_client_declares_under_our_name_stays_the_clients(proxy: Prox
 
 def test_thinking_and_tool_calls_stream_through(proxy: Proxy) -> None:
     proxy.upstream.push(answer(Thinking("hmm", "sig-123"), "Reading.", Tool("Read", {"p": 1})))
-    client = anthropic.Anthropic(base_url=proxy.url, api_key=KEY, max_retries=0)
+    client = proxy.anthropic()
     with client.messages.stream(
         model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "read"}]
     ) as stream:

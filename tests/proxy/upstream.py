@@ -62,6 +62,7 @@ class Failure:
 
     status: int
     body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class FakeUpstream:
             return JSONResponse({"error": "the fake upstream's script is empty"}, 500)
         scripted = item(recorded) if callable(item) else item
         if isinstance(scripted, Failure):
-            return JSONResponse(scripted.body, scripted.status)
+            return JSONResponse(scripted.body, scripted.status, headers=scripted.headers)
         if isinstance(scripted, Hang) and not recorded.json.get("stream"):
             await anyio.sleep(3600)  # no status line, no headers: a hung upstream
         stream = bool(recorded.json.get("stream"))

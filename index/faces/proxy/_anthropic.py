@@ -62,11 +62,6 @@ class Anthropic(Api):
     history_key = "messages"
     path = "/v1/messages"
 
-    def check(self, request: ClientRequest) -> str | None:
-        if request.history_span is None:
-            return "the request has no messages list"
-        return None
-
     def tool_name(self, tool: Any) -> str | None:
         name = tool.get("name") if isinstance(tool, Mapping) else None
         return name if isinstance(name, str) else None

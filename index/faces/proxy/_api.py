@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from leanreplay.placeholders import Provider
+from leanreplay.placeholders import Provider, role_of
 
 from ._jsontext import ObjectText, dumps, parse_object, replace_spans
 
@@ -151,9 +151,15 @@ class Api(ABC):
             return ClientRequest(text, doc, history, spans, doc.span(self.history_key), stream)
         return ClientRequest(text, doc, [], [], None, stream)
 
-    @abstractmethod
     def check(self, request: ClientRequest) -> str | None:
-        """Why the history cannot be kept lean (the request is forwarded as it is), or None."""
+        """Why the history cannot be kept lean (the request is forwarded as it is, for the
+        upstream to judge), or None."""
+        if request.history_span is None:
+            return f"the request has no {self.history_key} list"
+        for i, message in enumerate(request.messages):
+            if not isinstance(message, dict) or role_of(message) is None:
+                return f"{self.history_key}[{i}] is not a message with a role"
+        return None
 
     def declared_tools(self, request: ClientRequest) -> set[str]:
         """Names of the tools the client declared."""

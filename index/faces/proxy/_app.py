@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from leanreplay.placeholders import ReplayPolicy, is_context_overflow
+from leanreplay.placeholders import PlaceholderError, ReplayPolicy, is_context_overflow
 
 from ..._errors import (
     BusyError,
@@ -298,10 +298,16 @@ class _Proxy:
         if api.check(parsed) is not None or not parsed.messages:
             return await self._forward(request, body)
         header = request.headers.get(FAMILY_HEADER)
+        if header is not None:
+            try:
+                check_id(FAMILY_HEADER, header)
+            except InvalidArgumentError as exc:
+                raise ProxyError(400, f"{exc}; send a short printable id") from None
         try:
             prepared = await anyio.to_thread.run_sync(self._prepare, api, parsed, header)
-        except InvalidArgumentError as exc:
-            raise ProxyError(400, f"{FAMILY_HEADER}: {exc}") from None
+        except (InvalidArgumentError, PlaceholderError):
+            # History the store or the replay cannot take: the upstream judges it as it came.
+            return await self._forward(request, body)
         except (BusyError, ConversationChangedError) as exc:
             raise ProxyError(
                 503, f"the proxy's store is busy ({exc}); send the request again"
@@ -317,8 +323,6 @@ class _Proxy:
         return await session.complete()
 
     def _prepare(self, api: Api, request: ClientRequest, header: str | None) -> _Prepared:
-        if header is not None:
-            check_id(FAMILY_HEADER, header)
         chain = digests(request)
         base = family(api, request, header, chain)
         check_id("conversation id", base)

@@ -47,12 +47,10 @@ class Chat(Api):
     path = "/v1/chat/completions"
 
     def check(self, request: ClientRequest) -> str | None:
-        if request.history_span is None:
-            return "the request has no messages list"
         n = request.doc.value.get("n")
         if isinstance(n, int) and not isinstance(n, bool) and n > 1:
             return "n > 1 asks for several answers at once"
-        return None
+        return super().check(request)
 
     def tool_name(self, tool: Any) -> str | None:
         if not isinstance(tool, Mapping):
@@ -230,6 +228,9 @@ class _Translator(StreamTranslator):
                     shown = {k: v for k, v in delta.items() if k != "tool_calls"}
                     if kept:
                         shown["tool_calls"] = kept
+            if not self.first and "role" in shown:
+                # The SDK's accumulator adds up string deltas, the role too.
+                shown = {k: v for k, v in shown.items() if k != "role"}
         finish = choice.get("finish_reason")
         if isinstance(finish, str):
             self.stop = finish

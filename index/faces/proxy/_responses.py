@@ -39,9 +39,7 @@ class Responses(Api):
             return "previous_response_id: the history is kept upstream"
         if value.get("conversation") is not None:
             return "conversation: the history is kept upstream"
-        if request.history_span is None:
-            return "the input is not a list of items"
-        return None
+        return super().check(request)
 
     def tool_name(self, tool: Any) -> str | None:
         if not isinstance(tool, Mapping) or tool.get("type") not in ("function", "custom"):
@@ -172,6 +170,8 @@ class _Translator(StreamTranslator):
             response = value.get("response")
             if isinstance(response, dict):
                 self.response = response
+                # The client's stream knows the response by its first id (the SDK checks).
+                self.carry.setdefault("id", response.get("id"))
             return self._send(event, data, value) if self.first else []
         if kind in _CLOSING:
             response = value.get("response")
@@ -250,6 +250,8 @@ class _Translator(StreamTranslator):
             response = value.get("response")
             if isinstance(response, dict) and (rounds > 1 or self.holding or note):
                 response = dict(response)
+                if self.carry.get("id") is not None:
+                    response["id"] = self.carry["id"]
                 response["output"] = list(parts) + ([Responses().note_part(note)] if note else [])
                 if usage is not None and rounds > 1:
                     response["usage"] = usage
