@@ -215,7 +215,7 @@ class _Translator(StreamTranslator):
             return [(event, data)]
         choice = choices[0]
         delta = choice.get("delta")
-        shown = delta
+        shown: Any = delta
         if isinstance(delta, dict):
             if isinstance(delta.get("role"), str):
                 self.role = delta["role"]
@@ -228,7 +228,7 @@ class _Translator(StreamTranslator):
                     shown = {k: v for k, v in delta.items() if k != "tool_calls"}
                     if kept:
                         shown["tool_calls"] = kept
-            if not self.first and "role" in shown:
+            if not self.first and isinstance(shown, dict) and "role" in shown:
                 # The SDK's accumulator adds up string deltas, the role too.
                 shown = {k: v for k, v in shown.items() if k != "role"}
         finish = choice.get("finish_reason")
