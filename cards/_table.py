@@ -266,13 +266,17 @@ def parquet_facts(fd: int, size: int) -> tuple[dict[str, Any], list[str]]:
     footer = os.pread(fd, length, size - 8 - length)
     try:
         meta = _thrift_struct(_Reader(footer))
-        schema = meta.get(2) or []
-        names = [str(el.get(4, b""), "utf-8", "replace") for el in schema[1:] if not el.get(5)]
+        schema = meta.get(_META_SCHEMA) or []
+        names = [
+            str(el.get(_ELEMENT_NAME, b""), "utf-8", "replace")
+            for el in schema[1:]
+            if not el.get(_ELEMENT_CHILDREN)  # a group (nested column) is no column itself
+        ]
         facts = {
-            "rows": int(meta.get(3, 0)),
+            "rows": int(meta.get(_META_ROWS, 0)),
             "columns": len(names),
             "header": _header(names),
-            "row_groups": len(meta.get(4) or []),
+            "row_groups": len(meta.get(_META_ROW_GROUPS) or []),
         }
     except (IndexError, ValueError, struct.error, RecursionError) as exc:
         return {}, [f"parquet footer unreadable: {exc}"]
@@ -313,30 +317,38 @@ class _Reader:
         return out
 
 
+# Thrift compact protocol type codes (the encoding of Parquet's footer), as its spec numbers them.
+_TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(1, 13)
+_MAX_THRIFT_DEPTH = 32  # nested structs and lists; a real footer nests a handful deep
+# Parquet's FileMetaData fields and SchemaElement fields, by their Thrift field ids.
+_META_SCHEMA, _META_ROWS, _META_ROW_GROUPS = 2, 3, 4
+_ELEMENT_NAME, _ELEMENT_CHILDREN = 4, 5
+
+
 def _thrift_value(r: _Reader, kind: int, depth: int) -> Any:
     """One value of Thrift's compact protocol (the encoding of Parquet's footer)."""
-    if depth > 32:
+    if depth > _MAX_THRIFT_DEPTH:
         raise ValueError("footer nested too deeply")
-    if kind in (1, 2):
-        return kind == 1
-    if kind == 3:
+    if kind in (_TRUE, _FALSE):
+        return kind == _TRUE
+    if kind == _BYTE:
         return r.byte()
-    if kind in (4, 5, 6):
+    if kind in (_I16, _I32, _I64):
         return r.zigzag()
-    if kind == 7:
+    if kind == _DOUBLE:
         r.pos += 8
         return None
-    if kind == 8:
+    if kind == _BINARY:
         return r.binary()
-    if kind in (9, 10):
+    if kind in (_LIST, _SET):
         head = r.byte()
         count, inner = head >> 4, head & 0x0F
-        if count == 15:
+        if count == 15:  # the count does not fit the header's four bits: a varint follows
             count = r.varint()
         if count > len(r.data):
             raise ValueError("list longer than the footer")
         return [_thrift_value(r, inner, depth + 1) for _ in range(count)]
-    if kind == 11:
+    if kind == _MAP:
         count = r.varint()
         if count == 0:
             return {}
@@ -347,7 +359,7 @@ def _thrift_value(r: _Reader, kind: int, depth: int) -> Any:
             (_thrift_value(r, types >> 4, depth + 1), _thrift_value(r, types & 0x0F, depth + 1))
             for _ in range(count)
         ]
-    if kind == 12:
+    if kind == _STRUCT:
         return _thrift_struct(r, depth + 1)
     raise ValueError(f"unknown thrift type {kind}")
 

@@ -28,6 +28,7 @@ from leanreplay.placeholders import (
 )
 
 from ._errors import ConversationNotFoundError, InvalidArgumentError, NotFoundError, StoreError
+from ._limits import MAX_ANSWER_CHARS
 from ._tools import (
     ToolSpec,
     call_tool,
@@ -46,7 +47,7 @@ from .search._pdfindex import PageIndex
 from .store._activations import Activations
 from .store._home import mark_home
 from .store._ingest import IngestReport, ingest_paths
-from .store._pages import MAX_READ_CHARS, read_original
+from .store._pages import read_original
 from .store._store import ConversationInfo, ConversationStats, Store, check_id
 from .tools._archives import extract_member, list_archive, member_sources
 from .tools._docs import read_parts
@@ -432,6 +433,11 @@ class Workspace:
         """The card of each saved inline attachment, by (message id, block index)."""
         return self._store.attachment_cards(self._visible(conversation_id))
 
+    def turn_count(self, conversation_id: str) -> int:
+        """Turns of a conversation: one from its first message, and one more at each later
+        genuine user message (the numbering of `replay_at_turn`)."""
+        return self._life.turn_count(self._visible(conversation_id))
+
     def size_series(
         self,
         conversation_id: str,
@@ -804,10 +810,10 @@ class Workspace:
             int,
             Field(
                 ge=2_000,
-                le=MAX_READ_CHARS,
-                description=f"Longest answer to return; at most {MAX_READ_CHARS:,}.",
+                le=MAX_ANSWER_CHARS,
+                description=f"Longest answer to return; at most {MAX_ANSWER_CHARS:,}.",
             ),
-        ] = MAX_READ_CHARS,
+        ] = MAX_ANSWER_CHARS,
     ) -> dict[str, Any]:
         """Return the original of a stored message or tool result, as a placeholder names it,
         a page of at most 40,000 chars at a time (with the `next` call), images as images.

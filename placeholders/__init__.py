@@ -13,6 +13,7 @@ from ._compact import (
     FILL_MARGIN_TOKENS,
     CompactionResult,
     compact_turn,
+    estimate_tokens,
     structured_summary,
 )
 from ._errors import InvalidMessagesError, InvalidPolicyError, PlaceholderError
@@ -112,6 +113,7 @@ __all__ = [
     "compact_turn",
     "content_chars",
     "continuation_allowed",
+    "estimate_tokens",
     "fold_boundary",
     "folded_prefix",
     "for_provider",

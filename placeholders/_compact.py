@@ -36,6 +36,7 @@ __all__ = [
     "CompactionResult",
     "Event",
     "compact_turn",
+    "estimate_tokens",
     "structured_summary",
 ]
 
@@ -65,7 +66,8 @@ class CompactionResult:
     reason: str = ""
 
 
-def _tokens(chars: int) -> int:
+def estimate_tokens(chars: int) -> int:
+    """The token estimate of ``chars`` characters: ``chars / CHARS_PER_TOKEN``, rounded."""
     return int(chars / CHARS_PER_TOKEN + 0.5)
 
 
@@ -217,7 +219,7 @@ def compact_turn(
     started = time.monotonic()
     turn = _Turn(messages, conversation_id)
     chars_before = turn.chars()
-    estimate = max(_tokens(chars_before), reported_input_tokens or 0)
+    estimate = max(estimate_tokens(chars_before), reported_input_tokens or 0)
     target = int(budget * TARGET_SHARE)
     result = CompactionResult(
         messages=turn.out,
@@ -245,7 +247,7 @@ def compact_turn(
             },
         )
     # The provider's count may exceed our estimate; scale the char target by the same ratio.
-    ratio = estimate / max(_tokens(turn.chars()), 1)
+    ratio = estimate / max(estimate_tokens(turn.chars()), 1)
     target_chars = int(target * CHARS_PER_TOKEN / max(ratio, 1.0))
     protected = _protected(messages)
 
@@ -345,14 +347,15 @@ def compact_turn(
             _append_summary(turn, summary)
             result.actions.append(f"added a {len(summary):,}-char continuation summary")
 
-    after = _tokens(turn.chars())
+    after = estimate_tokens(turn.chars())
     result.tokens_after = after
     result.target_reached = after <= target
     if not result.target_reached:
         protected_chars = sum(content_chars(turn.out[i]) for i in protected if i < len(turn.out))
+        held = estimate_tokens(protected_chars)
         result.reason = (
             f"cannot reach the target of {target:,} tokens: {after:,} remain, of which "
-            f"{_tokens(protected_chars):,} are protected (first message, last {PROTECTED_TAIL}, "
+            f"{held:,} are protected (first message, last {PROTECTED_TAIL}, "
             "errors, thinking); start a new turn or fold the conversation"
         )
     else:

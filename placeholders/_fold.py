@@ -99,6 +99,12 @@ class Summarizer(Protocol):
     ) -> str: ...
 
 
+# The offline summarizer's ladder: heads shrink to these shares of their full length until the
+# summary fits, then only the first two and the last few user requests are kept, fewer each step.
+HEAD_SCALES = (1.0, 0.6, 0.4, 0.25, 0.15, 0.1)
+KEPT_REQUESTS = (40, 20, 10, 4)
+
+
 class OfflineSummarizer:
     """Deterministic, model-free summary of what a reader needs to continue: every genuine
     user request (its head), the files and commands the assistant touched (deduplicated,
@@ -114,8 +120,8 @@ class OfflineSummarizer:
             earlier = earlier[: max_chars // 3 - 4].rstrip() + " ..."
         head = f"{earlier}\n\n" if earlier else ""
         room = max_chars - len(head)
-        for scale, keep in [(x, None) for x in (1.0, 0.6, 0.4, 0.25, 0.15, 0.1)] + [
-            (0.1, k) for k in (40, 20, 10, 4)
+        for scale, keep in [(x, None) for x in HEAD_SCALES] + [
+            (HEAD_SCALES[-1], k) for k in KEPT_REQUESTS
         ]:
             body = facts.render(scale, keep)
             if len(body) <= room:

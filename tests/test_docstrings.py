@@ -48,7 +48,7 @@ QUOTED: list[tuple[str, str, Callable[[ModuleType], object]]] = [
     (
         "index",
         r"a page of ([\d,]+) chars at a time",
-        lambda m: importlib.import_module("leanreplay.index.store._pages").MAX_READ_CHARS,
+        lambda m: importlib.import_module("leanreplay.index._limits").MAX_ANSWER_CHARS,
     ),
 ]
 

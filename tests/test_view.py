@@ -160,14 +160,14 @@ def server(home: Path) -> Iterator[dict[str, Any]]:
             "--port",
             "0",
         ],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
         env=env,
         cwd=str(REPO),
     )
-    assert process.stderr is not None
-    line = process.stderr.readline()
+    assert process.stdout is not None
+    line = process.stdout.readline()  # the URL to open is the one line on stdout
     found = re.search(r"(http://127\.0\.0\.1:(\d+)/)\?token=(\S+)", line)
     assert found, f"no URL in {line!r}"
     info = {"base": found.group(1), "port": int(found.group(2)), "token": found.group(3)}
@@ -177,7 +177,7 @@ def server(home: Path) -> Iterator[dict[str, Any]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
-        process.stderr.close()
+        process.stdout.close()
     assert digest(home) == before, "the view changed the store or the event log"
 
 

@@ -1,12 +1,18 @@
-"""``--http HOST:PORT`` as the serve command takes it, and the bind rules of the HTTP faces."""
+"""``--http HOST:PORT`` as the serve command takes it, and the one bind, token and warning
+policy of the HTTP faces (``serve --http``, ``serve --upstream --http``, ``view``)."""
 
 from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
 
 import click
 
 from ._net import MIN_TOKEN_CHARS, is_loopback
 
-__all__ = ["check_bind", "parse_address"]
+__all__ = ["Exposure", "check_bind", "expose", "parse_address"]
+
+GENERATED_TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 chars, over MIN_TOKEN_CHARS
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -45,3 +51,38 @@ def check_bind(host: str, token: str | None, *, no_auth: bool, allow_remote: boo
             "random one (openssl rand -hex 32), or give none to have one generated"
         )
     return loopback
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """How an HTTP face serves: the token it requires (None: ``--no-auth``, loopback only),
+    whether it generated that token (the face prints it once), and the warning to print
+    when the address reaches beyond this machine."""
+
+    token: str | None
+    generated: bool
+    warning: str | None
+
+
+def expose(
+    host: str, token: str | None, *, no_auth: bool, allow_remote: bool, reads: str
+) -> Exposure:
+    """The policy of every HTTP face: the bind rules of `check_bind`, a generated token when
+    none is given (unless ``--no-auth``), and a warning off loopback naming what anyone
+    with the token ``reads``.
+
+    Raises:
+        click.ClickException: what `check_bind` refuses.
+    """
+    loopback = check_bind(host, token, no_auth=no_auth, allow_remote=allow_remote)
+    generated = token is None and not no_auth
+    if generated:
+        token = secrets.token_urlsafe(GENERATED_TOKEN_BYTES)
+    warning = None
+    if not loopback:
+        warning = (
+            f"warning: serving on {host}, beyond this machine: anyone who can reach it and "
+            f"holds the token reads {reads}; the traffic is plain HTTP, so prefer an SSH "
+            "tunnel or a TLS proxy"
+        )
+    return Exposure(None if no_auth else token, generated, warning)

@@ -12,6 +12,7 @@ import html
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
@@ -451,166 +452,10 @@ def plural(n: int, word: str) -> str:
 # the page frame
 
 
-CSS = """
-:root { --fg:#1d232b; --muted:#5d6875; --line:#d9dee4; --bg:#f6f7f9; --accent:#1f5fbf; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
-  margin: 0; background: var(--bg); }
-header.top { background: #17202b; color: #fff; padding: 10px 20px; display: flex; gap: 22px;
-  align-items: baseline; }
-header.top a { color: #cfe0ff; text-decoration: none; }
-header.top .brand { font-weight: 700; color: #fff; }
-main { padding: 16px 20px 40px; max-width: 1280px; }
-h1 { font-size: 20px; margin: 4px 0 10px; word-break: break-all; }
-h2 { font-size: 16px; margin: 18px 0 8px; }
-a { color: var(--accent); }
-table { border-collapse: collapse; background: #fff; width: 100%; }
-th, td { border-bottom: 1px solid var(--line); padding: 5px 8px; text-align: left;
-  vertical-align: top; }
-th { background: #eef1f5; font-weight: 600; white-space: nowrap; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-th a { color: inherit; text-decoration: none; }
-th a.on::after { content: " ▾"; } th a.on.asc::after { content: " ▴"; }
-.tabs { display: flex; gap: 4px; border-bottom: 1px solid var(--line); margin: 10px 0 14px; }
-.tabs a { padding: 6px 12px; border: 1px solid transparent; border-bottom: none;
-  text-decoration: none; color: var(--muted); border-radius: 6px 6px 0 0; }
-.tabs a.on { background: #fff; border-color: var(--line); color: var(--fg); font-weight: 600;
-  margin-bottom: -1px; }
-.facts { color: var(--muted); margin: 0 0 6px; }
-.facts b { color: var(--fg); font-weight: 600; }
-.msg { background: #fff; border: 1px solid var(--line); border-left: 4px solid #9aa5b1;
-  border-radius: 6px; margin: 8px 0; padding: 6px 10px; }
-.msg.role-user { border-left-color: #1f5fbf; } .msg.role-assistant { border-left-color: #2e8b57; }
-.msg.role-tool { border-left-color: #b07d1a; } .msg.role-system { border-left-color: #6b4fbb; }
-.msg.target { outline: 3px solid #f2b705; }
-.msg > header { color: var(--muted); font-size: 12px; margin-bottom: 4px; }
-.msg > header b { color: var(--fg); }
-.pos { font-variant-numeric: tabular-nums; }
-pre.text { white-space: pre-wrap; word-break: break-word; margin: 4px 0; max-height: 480px;
-  overflow: auto; font: 12.5px/1.4 ui-monospace, "SFMono-Regular", Menlo, monospace;
-  background: #fafbfc; padding: 6px 8px; border-radius: 4px; }
-details { margin: 4px 0; } summary { cursor: pointer; color: #39424d; }
-.size { color: var(--muted); font-size: 12px; }
-.badge { display: inline-block; font-size: 11px; padding: 0 6px; border-radius: 8px;
-  background: #e4e8ee; color: #39424d; }
-.badge.err { background: #fde2e1; color: #a02622; }
-.badge.fold { background: #e8e1fb; color: #4b3593; }
-.card { border: 1px solid #c9d6ea; background: #f3f7fd; border-radius: 6px; padding: 6px 10px;
-  margin: 6px 0; font-size: 12.5px; }
-.card-head { font-weight: 600; } .card ul { margin: 2px 0 0 0; padding-left: 18px; }
-img.inline { max-width: 360px; max-height: 280px; border: 1px solid var(--line); display: block;
-  margin: 6px 0; image-rendering: pixelated; }
-.note { color: var(--muted); font-style: italic; }
-.boundary { margin: 14px 0; padding: 8px 12px; background: #efe9fd; border: 1px dashed #7a5cd6;
-  border-radius: 6px; color: #3d2a80; }
-.placeholder { display: block; width: 100%; text-align: left; background: #fff7d6;
-  border: 1px solid #e0b400; border-radius: 6px; padding: 6px 8px; cursor: pointer;
-  font: 12.5px/1.4 ui-monospace, Menlo, monospace; white-space: pre-wrap; color: #4a3b00; }
-.placeholder::before { content: "placeholder · click to fetch the original"; display: block;
-  font: 600 11px system-ui, sans-serif; color: #8a6d00; margin-bottom: 3px; }
-.revealed { border: 1px solid #e0b400; border-radius: 6px; padding: 4px 8px; background: #fffdf3; }
-.revealed .label { font-size: 11px; font-weight: 600; color: #8a6d00; }
-.when { background: #fff7d6; border: 1px solid #e0b400; border-radius: 6px; padding: 6px 10px; }
-form.turn { margin: 8px 0; } form.turn input { width: 90px; padding: 3px 6px; }
-.pager { margin: 10px 0; display: flex; gap: 16px; align-items: center; color: var(--muted); }
-form.search input[type=search] { width: 420px; padding: 6px 8px; font-size: 14px; }
-form.search button { padding: 6px 12px; }
-.compaction { background: #fff; border: 1px solid var(--line); border-left: 4px solid #c2410c;
-  border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
-.compaction h3 { margin: 0 0 6px; font-size: 14px; }
-.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 4px 0; }
-.kv dt { color: var(--muted); } .kv dd { margin: 0; }
-svg.chart { background: #fff; border: 1px solid var(--line); border-radius: 6px; }
-svg .grid { stroke: #eceff3; } svg .axis { fill: #5d6875; font-size: 11px; }
-svg .legend { fill: #1d232b; font-size: 11.5px; }
-svg text.note { fill: #5d6875; font-size: 11px; font-style: italic; }
-svg .replay { stroke: #2e8b57; stroke-width: 2; }
-svg .foldonly { stroke: #1f5fbf; stroke-width: 1.5; stroke-dasharray: 5 3; }
-svg .unfolded { stroke: #9aa5b1; stroke-width: 1.5; stroke-dasharray: 2 3; }
-svg .threshold { stroke: #c2410c; stroke-width: 1.2; stroke-dasharray: 8 4; }
-svg .budget { stroke: #b07d1a; stroke-width: 1.2; stroke-dasharray: 2 2; }
-svg .pt { fill: #2e8b57; } svg .snap { fill: #c2410c; }
-"""
-
-JS = r"""
-// Placeholders in the Replay tab: clicking one fetches the original through
-// conversation_read (40,000 chars a page) and shows it in place. Text goes in through
-// textContent only.
-async function readPage(params, offset) {
-  params.set("offset", String(offset));
-  const response = await fetch("/api/conversation_read?" + params, {credentials: "same-origin"});
-  const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
-  return data;
-}
-
-async function reveal(button) {
-  button.disabled = true;
-  const params = new URLSearchParams({
-    conversation_id: button.dataset.cid, message_id: button.dataset.mid });
-  if (button.dataset.call) params.set("tool_call_id", button.dataset.call);
-  const box = document.createElement("div");
-  box.className = "revealed";
-  const label = document.createElement("div");
-  label.className = "label";
-  const pre = document.createElement("pre");
-  pre.className = "text original";
-  box.append(label, pre);
-  button.replaceWith(box);
-  let offset = 0;
-  async function more() {
-    try {
-      const data = await readPage(params, offset);
-      pre.textContent += data.content;
-      offset = data.offset + data.content.length;
-      label.textContent = "original, from conversation_read(message_id=" +
-        JSON.stringify(button.dataset.mid) + "): " + offset.toLocaleString("en-US") + " of " +
-        data.total_chars.toLocaleString("en-US") + " chars";
-      if (data.next) {
-        const next = document.createElement("button");
-        next.type = "button";
-        next.className = "more";
-        next.textContent = "load the next page";
-        next.addEventListener("click", () => { next.remove(); more(); });
-        box.append(next);
-      }
-    } catch (error) {
-      label.textContent = "could not fetch the original: " + error.message;
-    }
-  }
-  await more();
-}
-
-document.addEventListener("click", (event) => {
-  const button = event.target.closest("button.placeholder");
-  if (button) reveal(button);
-});
-
-// The conversation list fills in replay sizes it has not computed yet, four rows at a time.
-async function fill(row) {
-  const cell = row.querySelector("td[data-lazy]");
-  const params = new URLSearchParams({id: cell.dataset.lazy});
-  try {
-    const response = await fetch("/api/replay_stats?" + params, {credentials: "same-origin"});
-    const data = await response.json();
-    if (!response.ok) throw new Error(data.error || response.statusText);
-    row.querySelector("td.replay").textContent = data.replay.toLocaleString("en-US");
-    row.querySelector("td.placeholders").textContent = String(data.placeholders);
-  } catch (error) {
-    cell.textContent = "?";
-    cell.title = error.message;
-  }
-  for (const done of row.querySelectorAll("td[data-lazy]")) done.removeAttribute("data-lazy");
-}
-
-(async () => {
-  const rows = [...document.querySelectorAll("tr:has(td[data-lazy])")];
-  const workers = [0, 1, 2, 3].map(async () => {
-    while (rows.length) await fill(rows.shift());
-  });
-  await Promise.all(workers);
-})();
-"""
+# The page's style and script ship as package data (static/), served as they are.
+_STATIC = resources.files(__package__) / "static"
+CSS = (_STATIC / "view.css").read_text(encoding="utf-8")
+JS = (_STATIC / "view.js").read_text(encoding="utf-8")
 
 
 def page(title: str, body: str, *, nav: str = "") -> str:

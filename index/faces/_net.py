@@ -1,18 +1,31 @@
-"""Address rules shared by the HTTP faces (the MCP server and the web view): loopback names,
-the token length, and which ``Host`` and ``Origin`` headers a face answers."""
+"""The HTTP policy shared by the faces that serve HTTP (the MCP server, the gateway and the
+web view): loopback names, the listening socket, the token length and the token gate, and
+which ``Host`` and ``Origin`` headers a face answers."""
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
+import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode
 
 if TYPE_CHECKING:  # the web stack is the mcp extra; the CLI imports this module without it
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["MIN_TOKEN_CHARS", "HostOriginMiddleware", "HttpPolicy", "is_loopback", "json_refusal"]
+__all__ = [
+    "MIN_TOKEN_CHARS",
+    "HostOriginMiddleware",
+    "HttpPolicy",
+    "TokenGate",
+    "bind",
+    "is_loopback",
+    "json_refusal",
+]
 
 MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
 
@@ -28,6 +41,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says "serving" (a taken port fails here;
+    port 0 picks a free one, read it back from the socket).
+
+    Raises:
+        OSError: the address is taken or cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # Connections wait in the backlog until the server serves them.
+    return socket.create_server((host.strip("[]"), port), family=family, backlog=128)
 
 
 def _host_port(host: str, port: int) -> str:
@@ -101,13 +126,10 @@ Refuse = Callable[["Send", int, str], Awaitable[None]]
 
 async def json_refusal(send: Send, status: int, reason: str) -> None:
     """A refusal as ``{"error": reason}`` (the MCP face's answer)."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
+    headers = [(b"content-type", b"application/json")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json.dumps({"error": reason}).encode()})
 
 
@@ -128,3 +150,66 @@ class HostOriginMiddleware:
                 await self.refuse(send, *refused)
                 return
         await self.app(scope, receive, send)
+
+
+class TokenGate:
+    """Answer only requests that carry the token: an ``Authorization: Bearer`` header, or,
+    with ``cookie`` (a browser face), the token given once in the URL (``?token=``), traded
+    for an HttpOnly SameSite=Strict cookie of that name and dropped from the address bar.
+    ``refuse`` writes the 401, with ``message`` (how to get in), in the face's own form."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        *,
+        cookie: str | None = None,
+        refuse: Refuse = json_refusal,
+        message: str = "missing or wrong bearer token; send Authorization: Bearer TOKEN",
+    ) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.bearer = b"Bearer " + self.token
+        self.cookie = cookie
+        self.refuse = refuse
+        self.message = message
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers") or []}
+        if hmac.compare_digest(headers.get(b"authorization", b""), self.bearer):
+            await self.app(scope, receive, send)
+            return
+        if self.cookie is not None:
+            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
+            given = dict(query).get("token")
+            if given is not None and hmac.compare_digest(given.encode(), self.token):
+                rest = urlencode([(k, v) for k, v in query if k != "token"])
+                location = scope["path"] + ("?" + rest if rest else "")
+                cookie = f"{self.cookie}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 303,
+                        "headers": [
+                            (b"location", location.encode()),
+                            (b"set-cookie", cookie.encode()),
+                            (b"cache-control", b"no-store"),
+                            (b"referrer-policy", b"no-referrer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b""})
+                return
+            jar: SimpleCookie = SimpleCookie()
+            try:
+                jar.load(headers.get(b"cookie", b"").decode("latin-1"))
+            except Exception:  # noqa: BLE001 - a malformed cookie header is just no cookie
+                jar = SimpleCookie()
+            kept = jar[self.cookie].value if self.cookie in jar else ""
+            if hmac.compare_digest(kept.encode(), self.token):
+                await self.app(scope, receive, send)
+                return
+        await self.refuse(send, 401, self.message)

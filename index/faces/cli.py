@@ -9,7 +9,6 @@ import importlib
 import json
 import logging
 import os
-import secrets
 import sys
 import tempfile
 from collections.abc import Callable
@@ -36,7 +35,7 @@ from leanreplay.placeholders import (
     ReplayPolicy,
 )
 
-from ._address import check_bind, parse_address
+from ._address import expose, parse_address
 from ._demo import run_demo
 from ._net import HttpPolicy
 from ._render import cli_message, ingest_line, progress_bar, render_message
@@ -536,7 +535,9 @@ def serve(
 
     if http_address is not None:
         host, port = parse_address(http_address)
-        loopback = check_bind(host, token, no_auth=no_auth, allow_remote=allow_remote)
+        exposure = expose(
+            host, token, no_auth=no_auth, allow_remote=allow_remote, reads="your roots and history"
+        )
         try:
             sock = server.bind(host, port)
         except OSError as exc:
@@ -544,19 +545,14 @@ def serve(
                 f"cannot serve on {http_address}: {exc.strerror or exc}; is another server "
                 "using the port? pick another one"
             ) from None
-        if token is None and not no_auth:
-            token = secrets.token_urlsafe(32)
+        if exposure.generated:
             click.echo(
-                f"bearer token (printed once; clients send Authorization: Bearer ...): {token}",
+                "bearer token (printed once; clients send Authorization: Bearer ...): "
+                f"{exposure.token}",
                 err=True,
             )
-        if not loopback:
-            click.echo(
-                f"warning: serving on {host}, beyond this machine: anyone who can reach it and "
-                "holds the token reads your roots and history; the traffic is plain HTTP, so "
-                "prefer an SSH tunnel or a TLS proxy",
-                err=True,
-            )
+        if exposure.warning:
+            click.echo(exposure.warning, err=True)
     ws = workspace(ctx, cwd_is_root=False)
     settings = ctx.find_object(Settings)
     client_roots = not (settings and settings.roots) and specs is None
@@ -580,7 +576,7 @@ def serve(
         return
     policy = server.HttpPolicy.for_bind(host, port, allowed_hosts, allowed_origins)
     click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
-    bearer = None if no_auth else token
+    bearer = exposure.token
     if specs is not None:
         sock.close()  # the gateway binds its own; the check above already proved the port free
         gateway.serve_gateway_http(ws, specs, host, port, bearer, policy)
@@ -626,27 +622,19 @@ def view(
     """
     web = _view_module()
     host = host.strip("[]")
-    loopback = check_bind(host, token, no_auth=no_auth, allow_remote=allow_remote)
-    if no_auth:
-        token = None
-    elif token is None:
-        token = secrets.token_urlsafe(32)
-    if not loopback:
-        click.echo(
-            f"warning: serving the view on {host}, beyond this machine: anyone who can reach it "
-            "and holds the token reads your history; the traffic is plain HTTP, so prefer an "
-            "SSH tunnel or a TLS proxy",
-            err=True,
-        )
+    exposure = expose(host, token, no_auth=no_auth, allow_remote=allow_remote, reads="your history")
+    if exposure.warning:
+        click.echo(exposure.warning, err=True)
     with workspace(ctx) as ws:
         try:
             web.serve(
                 ws,
                 host,
                 port,
-                token,
+                exposure.token,
                 allow_remote=allow_remote,
-                announce=lambda url: click.echo(f"leanreplay view at {url}", err=True),
+                # stdout: the one line a script or a terminal needs (it carries the token)
+                announce=lambda url: click.echo(f"leanreplay view at {url}"),
             )
         except OSError as exc:
             raise click.ClickException(

@@ -12,7 +12,6 @@ model as `ToolError` text it can act on.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import importlib.metadata
 import io
 import json
@@ -47,21 +46,21 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types.version import is_version_at_least
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from leanreplay import cards, placeholders
 
 from .._errors import WorkspaceError
 from .._tools import ToolSpec, tools_of
 from .._workspace import Workspace
-from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, is_loopback
+from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, TokenGate, bind, is_loopback
 
 __all__ = [
     "MAX_STDIO_FRAME_BYTES",
     "MIN_TOKEN_CHARS",
-    "BearerTokenMiddleware",
     "HostOriginMiddleware",
     "HttpPolicy",
+    "TokenGate",
     "WorkspaceServer",
     "bind",
     "build_server",
@@ -328,36 +327,6 @@ def serve_stdio(workspace: Workspace, *, client_roots: bool = False) -> None:
     build_server(workspace, client_roots=client_roots).run("stdio")
 
 
-class BearerTokenMiddleware:
-    """Refuse HTTP requests that do not carry ``Authorization: Bearer <token>``."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = (
-                    b'{"error": "missing or wrong bearer token; send Authorization: Bearer TOKEN"}'
-                )
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
-
-
 def http_app(
     workspace: Workspace,
     token: str | None,
@@ -373,18 +342,8 @@ def http_app(
     mcp = server if server is not None else build_server(workspace, client_roots=client_roots)
     app: ASGIApp = mcp.streamable_http_app(transport_security=unchecked)
     if token is not None:
-        app = BearerTokenMiddleware(app, token)
+        app = TokenGate(app, token)
     return HostOriginMiddleware(app, policy)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything says "serving" (a taken port fails here).
-
-    Raises:
-        OSError: the address is taken or cannot be bound.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family)
 
 
 def serve_http(

@@ -14,13 +14,9 @@ stored text is escaped by `_html`.
 
 from __future__ import annotations
 
-import hmac
-import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -32,9 +28,9 @@ from leanreplay import cards, placeholders
 from leanreplay.placeholders import (
     CHARS_PER_TOKEN,
     ReplayPolicy,
+    estimate_tokens,
     fold_boundary,
     for_provider,
-    is_genuine_user,
 )
 
 from .._errors import WorkspaceError
@@ -52,7 +48,8 @@ from ._html import (
     size_chart,
     snippet_html,
 )
-from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, is_loopback
+from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, TokenGate, bind, is_loopback
+from ._viewcache import SERIES_POINTS, ViewCache
 
 __all__ = [
     "MIN_TOKEN_CHARS",
@@ -66,7 +63,6 @@ __all__ = [
 
 PAGE_MESSAGES = 50
 PAGE_CONVERSATIONS = 50
-SERIES_POINTS = 150  # turns drawn at most, plus both sides of up to 75 folds
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -97,63 +93,30 @@ async def _refuse(send: Send, status: int, text: str) -> None:
 
 
 class ViewSecurity:
-    """GET only and the token (URL once, then cookie or header); Host and Origin are the
+    """GET only, then the token (`TokenGate`: the URL once, then the view's cookie, or a
+    bearer header), and the security headers on every page; Host and Origin are the
     `HttpPolicy`'s, checked before this (`build_app`)."""
 
     def __init__(self, app: ASGIApp, *, token: str | None, port: int) -> None:
-        self.app = app
-        self.token = token
-        self.cookie = cookie_name(port)
+        self.app: ASGIApp = self._secured
+        self.inner = app
+        if token is not None:
+            self.app = TokenGate(
+                self._secured,
+                token,
+                cookie=cookie_name(port),
+                refuse=_refuse,
+                message="this view needs its token: open the URL `leanreplay view` printed "
+                "(it ends in ?token=...), or send Authorization: Bearer TOKEN",
+            )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope["method"] not in ("GET", "HEAD"):
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
             await _refuse(send, 405, "this view is read-only: only GET requests exist")
             return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        if self.token is not None:
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
-            given = dict(query).get("token")
-            if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
-                # Trade the URL's token for a cookie, and drop it from the address bar.
-                rest = urlencode([(k, v) for k, v in query if k != "token"])
-                location = scope["path"] + ("?" + rest if rest else "")
-                cookie = (f"{self.cookie}={self.token}; HttpOnly; SameSite=Strict; Path=/").encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 303,
-                        "headers": [
-                            (b"location", location.encode()),
-                            (b"set-cookie", cookie),
-                            (b"cache-control", b"no-store"),
-                            (b"referrer-policy", b"no-referrer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b""})
-                return
-            jar = SimpleCookie()
-            try:
-                jar.load(headers.get("cookie", ""))
-            except Exception:  # noqa: BLE001 - a malformed cookie header is just no cookie
-                jar = SimpleCookie()
-            from_cookie = jar[self.cookie].value if self.cookie in jar else ""
-            bearer = headers.get("authorization", "")
-            ok = hmac.compare_digest(from_cookie.encode(), self.token.encode()) or (
-                hmac.compare_digest(bearer.encode(), f"Bearer {self.token}".encode())
-            )
-            if not ok:
-                await _refuse(
-                    send,
-                    401,
-                    "this view needs its token: open the URL `leanreplay view` printed "
-                    "(it ends in ?token=...), or send Authorization: Bearer TOKEN",
-                )
-                return
+        await self.app(scope, receive, send)
 
+    async def _secured(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [
@@ -166,7 +129,7 @@ class ViewSecurity:
                 ]
             await send(message)
 
-        await self.app(scope, receive, secured)
+        await self.inner(scope, receive, secured)
 
 
 def _int(value: str | None, default: int, low: int = 0) -> int:
@@ -197,43 +160,7 @@ class View:
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
-        self._lock = threading.Lock()
-        self._stored: dict[str, tuple[int, int]] = {}  # cid -> (last seq, chars)
-        self._replays: dict[str, tuple[tuple[int, int], dict[str, int]]] = {}
-        self._turn_counts: dict[str, tuple[int, int]] = {}
-        self._series: dict[str, tuple[int, list[dict[str, Any]]]] = {}
-
-    # numbers behind the list
-
-    def stored_chars(self, cid: str, last_seq: int) -> int:
-        with self._lock:
-            seq, total = self._stored.get(cid, (0, 0))
-        if seq != last_seq:  # append-only: add what arrived since
-            total += self.ws.stored_chars(cid, after=seq)
-            with self._lock:
-                self._stored[cid] = (last_seq, total)
-        return total
-
-    def replay_stats(self, cid: str, last_seq: int, *, compute: bool = True) -> dict[str, Any]:
-        """Replay size and placeholders of a conversation now (cached until it changes); with
-        ``compute=False`` None for both when not cached yet (the page fetches them later)."""
-        fold = self.ws.fold_state(cid)
-        key = (last_seq, fold["generation"] if fold else 0)
-        with self._lock:
-            cached = self._replays.get(cid)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        if not compute:
-            return {"replay": None, "placeholders": None, "folds": key[1]}
-        result = self.ws.replay(cid)
-        stats = {
-            "replay": result.chars_out,
-            "placeholders": result.placeholders,
-            "folds": key[1],
-        }
-        with self._lock:
-            self._replays[cid] = (key, stats)
-        return stats
+        self.cache = ViewCache(workspace)
 
     # pages
 
@@ -324,8 +251,8 @@ class View:
 
     def _fill(self, row: dict[str, Any], *, compute: bool = True) -> None:
         stat = row["stat"]
-        row["stored"] = self.stored_chars(stat.id, stat.last_seq)
-        row.update(self.replay_stats(stat.id, stat.last_seq, compute=compute))
+        row["stored"] = self.cache.stored_chars(stat.id, stat.last_seq)
+        row.update(self.cache.replay_stats(stat.id, stat.last_seq, compute=compute))
 
     @staticmethod
     def _lazy(row: dict[str, Any], key: str = "replay") -> str:
@@ -389,9 +316,10 @@ class View:
             if fold
             else "never folded"
         )
+        stored = self.cache.stored_chars(cid, stat.last_seq)
         head = (
             f"<h1>{esc(cid)}</h1><p class=facts><b>{stat.messages:,}</b> messages · "
-            f"<b>{chars(self.stored_chars(cid, stat.last_seq))}</b> chars stored · {folded} · "
+            f"<b>{chars(stored)}</b> chars stored · {folded} · "
             f"format {esc(info.format or '?')} · last written {esc(_when(stat.last_written))}"
             "</p>"
             + (
@@ -491,7 +419,7 @@ class View:
         when = ""
         if turn is not None:
             result, point = self.ws.replay_at_turn(cid, turn, policy)
-            last_turn = self._turns(cid, stat)
+            last_turn = self.cache.turns(cid, stat.last_seq)
             steps = " · ".join(
                 f'<a href="{to(turn=t)}">{label}</a>'
                 for t, label in ((turn - 1, f"← turn {turn - 1}"), (turn + 1, f"turn {turn + 1} →"))
@@ -511,7 +439,7 @@ class View:
         end = min(end, n)
         start = max(0, end - PAGE_MESSAGES)
         stats = result.stats()
-        tokens = int(result.chars_out / CHARS_PER_TOKEN + 0.5)
+        tokens = estimate_tokens(result.chars_out)
         views = " · ".join(
             f'<a href="{to(provider=p, end=None)}">{esc(label)}</a>'
             if p != provider
@@ -599,18 +527,6 @@ class View:
             f"{n:,}</span>{newer}</div>"
         )
 
-    def _turns(self, cid: str, stat: Any) -> int:
-        """Turns of a conversation (a genuine user message starts each)."""
-        with self._lock:
-            cached = self._turn_counts.get(cid)
-        if cached is not None and cached[0] == stat.last_seq:
-            return cached[1]
-        messages = self.ws.messages(cid)
-        count = sum(1 for i, m in enumerate(messages) if i and is_genuine_user(m)) + bool(messages)
-        with self._lock:
-            self._turn_counts[cid] = (stat.last_seq, count)
-        return count
-
     def _summary(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
         policy = self.ws.fold_policy
         rule = (
@@ -642,14 +558,7 @@ class View:
         )
 
     def _size(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
-        with self._lock:
-            cached = self._series.get(cid)
-        if cached is not None and cached[0] == stat.last_seq:
-            series = cached[1]
-        else:  # the store is append-only: the series changes only when messages arrive
-            series = [p.to_dict() for p in self.ws.size_series(cid, max_points=SERIES_POINTS)]
-            with self._lock:
-                self._series[cid] = (stat.last_seq, series)
+        series = self.cache.size_series(cid, stat.last_seq)
         snaps = self.ws.snapshots(cid)
         budgets = [int(s["budget_tokens"]) for s in snaps if s.get("budget_tokens")]
         budget_chars = int(budgets[-1] * CHARS_PER_TOKEN) if budgets else None
@@ -864,7 +773,7 @@ def build_app(workspace: Workspace, *, token: str | None, port: int, policy: Htt
         cid = request.query_params.get("id") or ""
         try:
             stat = workspace.conversation_stats(cid)[0]
-            return JSONResponse(view.replay_stats(cid, stat.last_seq))
+            return JSONResponse(view.cache.replay_stats(cid, stat.last_seq))
         except WorkspaceError as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
 
@@ -912,16 +821,10 @@ def serve(
     announce: Callable[[str], None],
 ) -> None:
     """Serve the view until interrupted; ``announce`` gets the URL to open (with the token)."""
-    import socket
-
     import anyio
     import uvicorn
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)  # connections wait in the backlog until uvicorn serves them
+    sock = bind(host, port)
     port = sock.getsockname()[1]
     # With --allow-remote any Host is answered (the address people use is not known here);
     # the token is required there.

@@ -19,7 +19,6 @@ from itertools import takewhile
 from typing import Any
 
 from leanreplay.placeholders import (
-    CHARS_PER_TOKEN,
     CompactionResult,
     FoldPolicy,
     ReplayPolicy,
@@ -28,6 +27,7 @@ from leanreplay.placeholders import (
     call_with_overflow_retry,
     compact_turn,
     content_chars,
+    estimate_tokens,
     is_genuine_user,
 )
 
@@ -203,6 +203,9 @@ class Conversations:
             )
         return found
 
+    def turn_count(self, cid: str) -> int:
+        return turn_count(self.messages(cid))
+
     def size_series(
         self, cid: str, policy: ReplayPolicy | None = None, *, max_points: int | None = None
     ) -> list[SizePoint]:
@@ -239,7 +242,7 @@ class Conversations:
             "messages_sent": len(sent),
             "chars": chars,
             "chars_unfolded": self.store.chars_after(cid, 0),
-            "estimated_tokens": int(chars / CHARS_PER_TOKEN + 0.5),
+            "estimated_tokens": estimate_tokens(chars),
             "budget_tokens": budget_tokens,
             "placeholders": result.placeholders,
             "elided_chars": result.elided_chars,

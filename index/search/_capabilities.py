@@ -25,7 +25,7 @@ from leanreplay.placeholders import check_int
 
 from .._errors import InvalidArgumentError
 from .._shapes import SCHEMA_FORMATS, tool_shape
-from ._tantivy import query_text
+from ._tantivy import MIN_WRITER_HEAP, query_text
 from ._vocabulary import EXPANSION_WEIGHT, FILLER, related_words
 
 __all__ = [
@@ -308,7 +308,7 @@ class CapabilityIndex:
             if self._index is None:
                 schema = _schema()
                 index = tantivy.Index(schema)
-                writer = index.writer(heap_size=15_000_000, num_threads=1)
+                writer = index.writer(heap_size=MIN_WRITER_HEAP, num_threads=1)
                 for pos, cap in enumerate(self._items):
                     values = {
                         "pos": pos,

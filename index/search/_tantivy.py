@@ -30,6 +30,8 @@ from .._errors import BusyError, InvalidArgumentError, StoreError, WorkspaceErro
 from .._locks import file_lock
 
 __all__ = [
+    "MIN_WRITER_HEAP",
+    "WRITER_HEAP",
     "WRITER_WAIT_S",
     "DerivedIndex",
     "build_query",
@@ -40,7 +42,8 @@ __all__ = [
 ]
 
 WRITER_WAIT_S = 30.0
-WRITER_HEAP = 64_000_000
+WRITER_HEAP = 64_000_000  # bytes of the one writer thread of a derived index: batches of pages
+MIN_WRITER_HEAP = 15_000_000  # Tantivy refuses less per writer thread (small indexes use this)
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
 

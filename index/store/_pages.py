@@ -23,7 +23,6 @@ from ._store import Store, check_id
 
 __all__ = [
     "MAX_PAGE_IMAGES",
-    "MAX_READ_CHARS",
     "Readable",
     "next_read_call",
     "original",
@@ -32,7 +31,6 @@ __all__ = [
     "readable",
 ]
 
-MAX_READ_CHARS = 40_000  # one answer, as the model receives it (JSON-escaped)
 MAX_PAGE_IMAGES = 8  # image parts per answer; a page stops before the next image's marker
 
 

@@ -25,13 +25,12 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
+from .._limits import MAX_ANSWER_CHARS
 from ._kinds import card_fact
 from ._paths import OpenFile
-from ._pdfread import MAX_PDF_READ_CHARS
 from ._tables import parse_rows
 
 __all__ = [
-    "MAX_PART_CHARS",
     "MAX_RATIO",
     "MIN_MEMBER_BUDGET",
     "document_format",
@@ -39,7 +38,6 @@ __all__ = [
     "read_parts",
 ]
 
-MAX_PART_CHARS = 40_000  # a longer part is cut with a marker
 MAX_RATIO = 200  # decompressed / compressed bytes allowed per zip member
 MIN_MEMBER_BUDGET = 64 * 1024 * 1024  # a small member may always expand this far
 MAX_ZIP_ENTRIES = 100_000
@@ -154,7 +152,7 @@ class _Zip:
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= MAX_PART_CHARS else text[:MAX_PART_CHARS] + " [... part cut]"
+    return text if len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS] + " [... part cut]"
 
 
 def _row(cells: list[str]) -> str:
@@ -569,8 +567,8 @@ def document_format(f: OpenFile) -> str:
 
 def read_parts(f: OpenFile, part: str) -> dict[str, Any]:
     """`doc_read`: parts ``"N"`` or ``"A-B"`` of the document ``f``, at most
-    `MAX_PDF_READ_CHARS` of text (a first part longer than that comes whole, cut at
-    `MAX_PART_CHARS`), with the `next` call; a part that cannot be read ends the answer with a
+    `MAX_ANSWER_CHARS` of text (a first part longer than that comes cut to it), with the
+    `next` call; a part that cannot be read ends the answer with a
     note."""
     first, last = parse_rows(part)
     fmt = document_format(f)
@@ -585,7 +583,7 @@ def read_parts(f: OpenFile, part: str) -> dict[str, Any]:
             for number, text in enumerate(produced, start=1):
                 if number < first:
                     continue
-                if number > last or (parts and chars + len(text) > MAX_PDF_READ_CHARS):
+                if number > last or (parts and chars + len(text) > MAX_ANSWER_CHARS):
                     more = True
                     break
                 parts.append({"part": number, "text": text})

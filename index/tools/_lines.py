@@ -30,6 +30,7 @@ from itertools import accumulate
 from typing import Any
 
 from .._errors import FileChangedError, InvalidArgumentError
+from .._limits import MAX_ANSWER_CHARS
 from ._kinds import CacheDirs, text_view
 from ._paths import OpenFile
 
@@ -42,7 +43,6 @@ except ImportError:  # pragma: no cover - a platform without a NumPy wheel
 __all__ = [
     "BLOCK",
     "MAX_LINE_CHARS",
-    "MAX_READ_CHARS",
     "MAX_READ_LINES",
     "LineIndex",
     "find_in_text",
@@ -56,7 +56,6 @@ BLOCK = 256 * 1024  # bytes per counted block: a random read scans at most one
 CHUNK = 16 * BLOCK  # bytes per scan task: 4 MiB keeps memory flat and the cores busy
 _AHEAD = 4  # scan tasks queued ahead of the one being summed
 MAX_READ_LINES = 2000  # lines per file_read call (the convention of coding agents)
-MAX_READ_CHARS = 40_000  # chars per file_read call
 MAX_LINE_CHARS = 2000  # a longer line is cut with a note
 MAX_SEARCH_LINE_CHARS = 300
 MAX_SEARCH_SECONDS = 20.0
@@ -421,7 +420,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
         if len(text) > MAX_LINE_CHARS:
             notes.append(f"line {line_no} is {len(text):,} chars; cut after {MAX_LINE_CHARS:,}")
             text = text[:MAX_LINE_CHARS] + " [... line cut]"
-        if chars + len(text) > MAX_READ_CHARS and out:
+        if chars + len(text) > MAX_ANSWER_CHARS and out:
             stopped_by = "chars"
             break
         out.append(f"{line_no}\t{text}")
@@ -432,7 +431,7 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
     index.verify()  # lines read from a file that changed meanwhile are not an answer
     more = pos < size and (end_line is None or line_no <= end_line)
     if stopped_by == "chars":
-        notes.append(f"stopped at {MAX_READ_CHARS:,} chars")
+        notes.append(f"stopped at {MAX_ANSWER_CHARS:,} chars")
     result: dict[str, Any] = {
         "path": index.shown_path,
         "start_line": start_line,
@@ -559,14 +558,14 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
         else []  # "\n" alone is one empty line
     )
     # Keep the last lines that fit in the char budget.
-    if sum(map(len, texts)) <= MAX_READ_CHARS:
+    if sum(map(len, texts)) <= MAX_ANSWER_CHARS:
         kept = texts
     else:
         kept = []
         chars = 0
         for text in reversed(texts):
-            if kept and chars + len(text) > MAX_READ_CHARS:
-                notes.append(f"stopped at {MAX_READ_CHARS:,} chars: {len(kept)} lines shown")
+            if kept and chars + len(text) > MAX_ANSWER_CHARS:
+                notes.append(f"stopped at {MAX_ANSWER_CHARS:,} chars: {len(kept)} lines shown")
                 break
             kept.append(text)
             chars += len(text)

@@ -12,13 +12,13 @@ from typing import Any
 from leanreplay.cards import card_for_descriptor, probe_pdf
 
 from .._errors import InvalidArgumentError, WorkspaceError, WrongFileTypeError
+from .._limits import MAX_ANSWER_CHARS
 from ._paths import OpenFile
 from ._pdftext import pdf_metadata
 from ._pdfworker import PasswordRequired, extract_range, page_count
 
 __all__ = [
     "MAX_PAGE_DIGITS",
-    "MAX_PDF_READ_CHARS",
     "MAX_PDF_READ_PAGES",
     "page_range",
     "pdf_info",
@@ -28,7 +28,6 @@ __all__ = [
 ]
 
 MAX_PDF_READ_PAGES = 20  # pages per pdf_read call
-MAX_PDF_READ_CHARS = 40_000  # chars per pdf_read call; a longer single page is cut
 MAX_PAGE_DIGITS = 9  # int() refuses over 4,300 digits; no PDF has a billion pages
 
 
@@ -112,7 +111,7 @@ def read_pages(
 ) -> dict[str, Any]:
     """The text of pages ``first``..``last`` of a PDF of ``total`` pages, paginated.
 
-    At most `MAX_PDF_READ_PAGES` pages and `MAX_PDF_READ_CHARS` chars are returned (the first
+    At most `MAX_PDF_READ_PAGES` pages and `MAX_ANSWER_CHARS` chars are returned (the first
     page always, cut if it alone is longer); ``next`` is the call that continues. ``known``
     gives texts already extracted (the page index), the rest is extracted here.
     """
@@ -129,10 +128,10 @@ def read_pages(
     chars, shown = 0, first - 1
     for number in range(first, last + 1):
         text = texts[number]
-        if out and chars + len(text) > MAX_PDF_READ_CHARS:
+        if out and chars + len(text) > MAX_ANSWER_CHARS:
             break
-        if len(text) > MAX_PDF_READ_CHARS:
-            text = text[:MAX_PDF_READ_CHARS] + " [... page cut]"
+        if len(text) > MAX_ANSWER_CHARS:
+            text = text[:MAX_ANSWER_CHARS] + " [... page cut]"
         out.append({"page": number, "text": text})
         chars += len(text)
         shown = number

@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
+from .._limits import MAX_ANSWER_CHARS
 from ._kinds import CacheDirs, card_fact, text_view
 from ._lines import LineIndex
 from ._paths import OpenFile, fingerprint
@@ -31,7 +32,6 @@ from ._transcode import encoding_of
 __all__ = [
     "MAX_CELL_CHARS",
     "MAX_QUERY_ROWS",
-    "MAX_TABLE_CHARS",
     "MAX_TABLE_ROWS",
     "TableFile",
     "parse_rows",
@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 MAX_TABLE_ROWS = 200  # rows per table_read call
-MAX_TABLE_CHARS = 40_000  # chars of cells per table_read / table_query call
 MAX_CELL_CHARS = 500  # a longer cell is cut with a marker
 MAX_QUERY_ROWS = 200  # result rows per table_query call
 MAX_QUERY_SECONDS = 60.0  # a query running longer is interrupted
@@ -123,7 +122,7 @@ class _Grid:
             cells = [cells[i] if i < len(cells) else None for i in self.picked]
         shown = [_cell(c) for c in cells]
         size = sum(len(str(c)) for c in shown)
-        if self.rows and (self.chars + size > MAX_TABLE_CHARS or len(self.rows) >= MAX_TABLE_ROWS):
+        if self.rows and (self.chars + size > MAX_ANSWER_CHARS or len(self.rows) >= MAX_TABLE_ROWS):
             self.full = True
             return False
         self.rows.append([number, *shown])
@@ -158,7 +157,7 @@ def _result(
         "next": None,
     }
     if grid.full:
-        out["notes"].append(f"stopped at {MAX_TABLE_ROWS} rows or {MAX_TABLE_CHARS:,} chars")
+        out["notes"].append(f"stopped at {MAX_TABLE_ROWS} rows or {MAX_ANSWER_CHARS:,} chars")
     if grid.rows and (more or grid.full):
         end = grid.rows[-1][0]
         args = [f"path={json.dumps(shown_path)}"]
@@ -505,8 +504,10 @@ def query_table(
     for record in fetched[:MAX_QUERY_ROWS]:
         row = [_cell(v) for v in record]
         size = sum(len(str(c)) for c in row)
-        if rows and chars + size > MAX_TABLE_CHARS:
-            notes.append(f"stopped at {MAX_TABLE_CHARS:,} chars; aggregate or select fewer columns")
+        if rows and chars + size > MAX_ANSWER_CHARS:
+            notes.append(
+                f"stopped at {MAX_ANSWER_CHARS:,} chars; aggregate or select fewer columns"
+            )
             break
         rows.append(row)
         chars += size

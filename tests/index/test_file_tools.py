@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
+from leanreplay.index._limits import MAX_ANSWER_CHARS
 from leanreplay.index.tools import _lines
 from leanreplay.index.tools._lines import (
     BLOCK,
     MAX_LINE_CHARS,
-    MAX_READ_CHARS,
     MAX_READ_LINES,
     LineIndex,
 )
@@ -103,8 +103,8 @@ def test_output_is_bounded_in_chars(ws: Workspace) -> None:
     line = "x" * 1000
     name = write(ws, "wide.txt", ((line + "\n") * 100).encode())
     result = ws.file_read(name)
-    assert len(result["content"]) < MAX_READ_CHARS + 2000
-    assert result["end_line"] == MAX_READ_CHARS // 1000
+    assert len(result["content"]) < MAX_ANSWER_CHARS + 2000
+    assert result["end_line"] == MAX_ANSWER_CHARS // 1000
     assert any("stopped at" in n for n in result["notes"])
     assert result["next"].endswith(f"start_line={result['end_line'] + 1})")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ from pydantic import Field
 
 from leanreplay.cards import CARD_TOOLS, card_for
 from leanreplay.index import TOOL_NAMES, InvalidArgumentError, Workspace, tool, tool_schemas
+from leanreplay.index._limits import MAX_ANSWER_CHARS
 from leanreplay.index._workspace import META_TOOLS
 from leanreplay.index.faces.cli import cli
 from leanreplay.index.faces.server import INSTRUCTIONS, build_server
@@ -75,6 +77,18 @@ def test_every_tool_a_card_names_is_registered() -> None:
     assert named <= CARD_TOOLS, named - CARD_TOOLS
     # the samples exercise every kind a card can send to a tool
     assert named == CARD_TOOLS
+
+
+def test_every_answer_budget_a_description_quotes_is_the_one_constant() -> None:
+    # The 40,000-char answer budget has one name; the model reads it in three descriptions.
+    quoted = {
+        spec["name"]: re.findall(r"([\d,]+) chars", spec["description"])
+        for spec in tool_schemas("mcp")
+    }
+    assert {n for n, q in quoted.items() if q} >= {"pdf_read", "doc_read", "conversation_read"}
+    for name, numbers in quoted.items():
+        for number in numbers:
+            assert int(number.replace(",", "")) == MAX_ANSWER_CHARS, (name, number)
 
 
 def test_the_server_instructions_list_the_tools_cards_name_in_listing_order() -> None:
