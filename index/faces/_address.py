@@ -65,24 +65,31 @@ class Exposure:
 
 
 def expose(
-    host: str, token: str | None, *, no_auth: bool, allow_remote: bool, reads: str
+    host: str,
+    token: str | None,
+    *,
+    no_auth: bool,
+    allow_remote: bool,
+    grants: str,
+    token_on_loopback: bool = True,
 ) -> Exposure:
     """The policy of every HTTP face: the bind rules of `check_bind`, a generated token when
-    none is given (unless ``--no-auth``), and a warning off loopback naming what anyone
-    with the token ``reads``.
+    none is given (unless ``--no-auth``, or on loopback without ``token_on_loopback``), and
+    a warning off loopback saying what anyone with the token ``grants``.
 
     Raises:
         click.ClickException: what `check_bind` refuses.
     """
     loopback = check_bind(host, token, no_auth=no_auth, allow_remote=allow_remote)
-    generated = token is None and not no_auth
+    needed = not no_auth and (token_on_loopback or not loopback)
+    generated = token is None and needed
     if generated:
         token = secrets.token_urlsafe(GENERATED_TOKEN_BYTES)
     warning = None
     if not loopback:
         warning = (
             f"warning: serving on {host}, beyond this machine: anyone who can reach it and "
-            f"holds the token reads {reads}; the traffic is plain HTTP, so prefer an SSH "
-            "tunnel or a TLS proxy"
+            f"holds the token {grants}; the traffic is plain HTTP, so prefer an SSH tunnel "
+            "or a TLS proxy"
         )
     return Exposure(None if no_auth else token, generated, warning)

@@ -536,7 +536,11 @@ def serve(
     if http_address is not None:
         host, port = parse_address(http_address)
         exposure = expose(
-            host, token, no_auth=no_auth, allow_remote=allow_remote, reads="your roots and history"
+            host,
+            token,
+            no_auth=no_auth,
+            allow_remote=allow_remote,
+            grants="reads your roots and history",
         )
         try:
             sock = server.bind(host, port)
@@ -622,7 +626,9 @@ def view(
     """
     web = _view_module()
     host = host.strip("[]")
-    exposure = expose(host, token, no_auth=no_auth, allow_remote=allow_remote, reads="your history")
+    exposure = expose(
+        host, token, no_auth=no_auth, allow_remote=allow_remote, grants="reads your history"
+    )
     if exposure.warning:
         click.echo(exposure.warning, err=True)
     with workspace(ctx) as ws:
@@ -709,23 +715,24 @@ def proxy(
     """
     face = _proxy_module()
     host = host.strip("[]")
-    loopback = check_bind(host, token, no_auth=False, allow_remote=allow_remote)
-    if not loopback:
-        if token is None:
-            token = secrets.token_urlsafe(32)
-            click.echo(
-                f"proxy token (printed once; clients send x-leanreplay-token: ...): {token}",
-                err=True,
-            )
+    exposure = expose(
+        host,
+        token,
+        no_auth=False,
+        allow_remote=allow_remote,
+        grants="can send requests through it and read the conversations they continue",
+        token_on_loopback=False,  # on loopback the proxy is the client's own, like the API key
+    )
+    if exposure.generated:
         click.echo(
-            f"warning: serving the proxy on {host}, beyond this machine: anyone who can reach "
-            "it and holds the token can send requests through it and read the conversations "
-            "they continue; the traffic is plain HTTP, so prefer an SSH tunnel or a TLS proxy",
+            f"proxy token (printed once; clients send x-leanreplay-token: ...): {exposure.token}",
             err=True,
         )
+    if exposure.warning:
+        click.echo(exposure.warning, err=True)
     config = face.ProxyConfig(
         upstream,
-        token=token,
+        token=exposure.token,
         http=HttpPolicy(None) if allow_remote else None,
     )
     with workspace(ctx, cwd_is_root=False) as ws:
