@@ -77,14 +77,14 @@ def view(home: Path) -> Iterator[dict[str, Any]]:
     env.pop("LEANREPLAY_TOKEN", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "leanreplay.index.cli", "--home", str(home), "view", "--port", "0"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
         env=env,
         cwd=str(REPO),
     )
-    assert process.stderr is not None
-    line = process.stderr.readline()
+    assert process.stdout is not None
+    line = process.stdout.readline()  # the view prints the URL to open on stdout
     found = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)", line)
     assert found, f"no URL in {line!r}"
     try:
@@ -92,7 +92,7 @@ def view(home: Path) -> Iterator[dict[str, Any]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
-        process.stderr.close()
+        process.stdout.close()
 
 
 def test_every_page_of_the_view_shows_deep_conversations(view: dict[str, Any]) -> None:
