@@ -13,12 +13,16 @@ sampled from /proc while they run.
 - ``replay100k``: ``replay`` of a folded 100,000-message conversation (floor: under 50 ms)
 - ``search1m``: ``conversation_search`` over 1,000,000 stored messages: the first call
   (which indexes them all; floor 15 s) and warm p50 / p99
+- ``ingest``: the real Claude Code logs of ../shared/transcripts ingested in fresh homes, with
+  folds and without, interleaved with ``json.loads`` of the same lines (floor: 50 MB/s with
+  folds), wall and CPU seconds
 
     python bench/bench_resources.py [pdf300 pdf100k bomb file2g replay100k search1m]
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +215,54 @@ def search1m(tmp: Path) -> dict[str, Any]:
     }
 
 
+TRANSCRIPTS = REPO.parent / "shared" / "transcripts"
+
+
+def ingest(tmp: Path) -> dict[str, Any]:
+    """Ingest of the real Claude Code logs (with folds, the default, and without), each run
+    in a fresh home, interleaved with json.loads of every line of the same files."""
+    files = sorted(str(p) for p in (TRANSCRIPTS / "claude-code-m-claude").glob("*.jsonl"))
+    if not files:
+        return {"error": f"no Claude Code logs under {TRANSCRIPTS}"}
+    size = sum(os.path.getsize(f) for f in files)
+    texts = [Path(f).read_text(encoding="utf-8") for f in files]
+
+    def loads() -> None:
+        for text in texts:
+            for line in text.split("\n"):
+                with contextlib.suppress(ValueError):  # blank and broken lines: skipped too
+                    json.loads(line)
+
+    out: dict[str, Any] = {"files": len(files), "bytes": size}
+    for fold in (True, False):
+        paired = _ingest_pairs(tmp / f"fold-{fold}", files, fold, loads)
+        paired["ours_mb_per_s"] = round(size / paired["ours_wall"] / 1e6, 1)
+        paired["ours_mb_per_cpu_s"] = round(size / paired["ours_cpu"] / 1e6, 1)
+        paired["json_loads_mb_per_s"] = round(size / paired["peer_wall"] / 1e6, 1)
+        out["with_folds" if fold else "unfolded"] = paired
+    return out
+
+
+def _ingest_pairs(
+    base: Path, files: list[str], fold: bool, peer: Callable[[], None]
+) -> dict[str, Any]:
+    from bench._paired import Paired
+    from leanreplay.index import Workspace
+
+    workspaces: list[Workspace] = []
+
+    def fresh(run: int) -> None:  # opening a store is not part of the ingest
+        workspaces.append(Workspace(base / f"home{run}"))
+
+    def ours() -> None:
+        workspaces[-1].ingest(*files, fold=fold)
+
+    paired = Paired().run(ours, peer, 9, setup=fresh).report()
+    for ws in workspaces:
+        ws.close()
+    return paired
+
+
 SCENARIOS = {
     "pdf300": pdf300,
     "pdf100k": pdf100k,
@@ -217,6 +270,7 @@ SCENARIOS = {
     "file2g": file2g,
     "replay100k": replay100k,
     "search1m": search1m,
+    "ingest": ingest,
 }
 
 
@@ -237,6 +291,10 @@ def main() -> None:
     if "search1m" in report:
         floors["search1m_first_under_15s"] = (
             report["search1m"]["leanreplay_conversation_search"].get("seconds", 1e9) < 15
+        )
+    if "ingest" in report and "with_folds" in report["ingest"]:
+        floors["ingest_50mb_per_s_with_folds"] = (
+            report["ingest"]["with_folds"]["ours_mb_per_s"] >= 50
         )
     report["floors"] = floors
     print(json.dumps(report, indent=2))

@@ -226,7 +226,12 @@ def text_of(message: Message) -> str:
 
 def one_line(text: str, limit: int) -> str:
     """``text`` on one line, whitespace collapsed, cut to ``limit`` chars with "..."."""
-    flat = " ".join(text.split())
+    # Split off at most ``limit`` words: joined, they are already longer than what is shown
+    # (a head of a 1 MB heredoc costs what a short command does).
+    words = text.split(None, limit) if limit >= 3 else text.split()
+    flat = " ".join(words[:limit] if limit >= 3 else words)
+    if len(words) > limit >= 3:
+        return flat[: limit - 3] + "..."
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -256,8 +261,12 @@ def _value_chars(value: Any) -> int:
         return 0
     if isinstance(value, str):
         return len(value)
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return sum(block_chars(b) for b in value)
+    # The concrete types first: an ABC check costs more than the count (stores size every
+    # message they take).
+    if type(value) is list or (
+        isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray))
+    ):
+        return sum(map(block_chars, value))
     return 0
 
 
@@ -282,7 +291,7 @@ def block_chars(block: Any) -> int:
 def _leaf_chars(block: Any) -> int:
     if isinstance(block, str):
         return len(block)
-    if not isinstance(block, Mapping):
+    if type(block) is not dict and not isinstance(block, Mapping):
         return 0
     kind = block.get("type")
     if kind in ("text", "input_text", "output_text", "summary_text", "reasoning_text"):

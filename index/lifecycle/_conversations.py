@@ -124,9 +124,14 @@ class Conversations:
                 self.fold(cid)
         return ids
 
-    def fold_added(self, cid: str, new: int) -> list[FoldResult]:
-        """Fold ``new`` just-imported messages as if they had been appended one at a time."""
-        return fold_as_appended(self.store, cid, new, self.fold_policy, self.summarizer, self.home)
+    def fold_added(
+        self, cid: str, new: int, stored: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[FoldResult]:
+        """Fold ``new`` just-imported messages as if they had been appended one at a time
+        (``stored``: the conversation's messages as stored, when the caller holds them)."""
+        return fold_as_appended(
+            self.store, cid, new, self.fold_policy, self.summarizer, self.home, stored=stored
+        )
 
     def fold(self, cid: str, summarizer: Summarizer | None = None) -> FoldResult:
         return fold_conversation(

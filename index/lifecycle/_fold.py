@@ -112,31 +112,132 @@ def fold_conversation(
 
 
 def fold_as_appended(
-    store: Store, cid: str, new: int, policy: FoldPolicy, summarize: Summarizer, home: str
+    store: Store,
+    cid: str,
+    new: int,
+    policy: FoldPolicy,
+    summarize: Summarizer,
+    home: str,
+    *,
+    stored: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[FoldResult]:
     """Fold the last ``new`` messages of a conversation as `Workspace.append` would have, had
     they arrived one at a time: wherever one takes the unsummarized part past the threshold,
-    the conversation as it stood then folds (once; a fold that finds no legal boundary is
-    tried again at the next message, as `append` does)."""
-    messages = [m.message() for m in store.messages(cid)]
-    sizes = [content_chars(m) for m in messages]
-    first = len(messages) - new
-    fold = store.fold(cid)
-    start = fold.through_seq if fold else 0
-    unsummarized = sum(sizes[start:first])
-    folds = []
-    for end in range(first + 1, len(messages) + 1):
-        unsummarized += sizes[end - 1]
-        if unsummarized <= policy.threshold_chars:
-            continue
-        if fold_boundary(messages[:end], start, policy)[0] is None:
-            continue  # what fold_conversation would find, without reading the store
-        result = fold_conversation(store, cid, policy, summarize, home, end=end)
-        if result.folded and result.summarized_through_message is not None:
-            folds.append(result)
-            start = result.summarized_through_message
-            unsummarized = sum(sizes[start:end])
-    return folds
+    the conversation as it stood then folds (once; a fold that finds no legal boundary, or
+    whose summarizer fails, is tried again at the next message, as `append` does).
+
+    The folds are chained in memory (each summary is the next one's input) and only the last
+    is written, with the generation they add up to: one transaction, not one per fold. Only
+    the unsummarized part is read; sizes come from the store, and a message is decoded when
+    the summarizer needs it or, for a user message, when it may start the verbatim tail.
+    ``stored``, when the caller holds them, are the conversation's messages exactly as
+    stored (ids included), read instead of the store's copies.
+    """
+    with file_lock(os.path.join(home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
+        if not mine:
+            return []
+        previous = store.fold(cid)
+        start = previous.through_seq if previous else 0
+        sizes = store.sizes(cid, after_seq=start)
+        if stored is not None and len(stored) == start + len(sizes):
+            ids = [str(m["id"]) for m in stored[start:]]
+            roles = [m.get("role") for m in stored[start:]]
+
+            def message(i: int) -> Mapping[str, Any]:  # i counts from the conversation's start
+                return stored[i]
+
+            def release(upto: int) -> None:
+                pass  # the caller's own list
+
+        else:
+            rows = store.messages(cid, after_seq=start)
+            ids = [r.id for r in rows]
+            roles = [r.role for r in rows]
+            decoded: dict[int, Mapping[str, Any]] = {}
+
+            def message(i: int) -> Mapping[str, Any]:
+                found = decoded.get(i)
+                if found is None:
+                    found = decoded[i] = rows[i - base].message()
+                return found
+
+            def release(upto: int) -> None:  # folded: the summarizer has had them
+                for i in [i for i in decoded if i < upto]:
+                    del decoded[i]
+
+        base = start
+        total = base + len(ids)
+        first = total - new
+        unsummarized = sum(sizes[: max(first - base, 0)])
+        folds: list[FoldResult] = []
+        fold = previous
+        genuine = -1  # the last genuine user message seen, once past the fold's start
+        scanned = start  # messages up to here were looked at for ``genuine``
+        for end in range(max(first, start) + 1, total + 1):
+            unsummarized += sizes[end - 1 - base]
+            if unsummarized <= policy.threshold_chars:
+                continue
+            # fold_boundary's own test, read forward once: a genuine user message after the
+            # fold's start and at least keep_last messages from the end.
+            reach = min(end - policy.keep_last, end - 1)
+            while scanned < reach:
+                scanned += 1
+                if roles[scanned - base] == "user" and is_genuine_user(message(scanned)):
+                    genuine = scanned
+            if genuine <= start:
+                continue
+            boundary = genuine
+            summary = _summary(
+                fold, [message(i) for i in range(start, boundary)], policy, summarize
+            )
+            if isinstance(summary, FoldResult):
+                continue
+            through_id = ids[boundary - 1 - base]
+            generation = (fold.generation if fold else 0) + 1
+            folds.append(
+                FoldResult(
+                    True,
+                    f"folding {boundary - start} messages ({unsummarized:,} chars unsummarized)",
+                    summary=summary,
+                    summarized_through_message=boundary,
+                    summarized_through_message_id=through_id,
+                    messages_folded=boundary - start,
+                    generation=generation,
+                )
+            )
+            fold = FoldRecord(summary, boundary, through_id, generation)
+            release(boundary)
+            start = boundary
+            unsummarized = sum(sizes[start - base : end - base])
+        if fold is None or fold is previous:
+            return []
+        written = store.write_fold(
+            cid,
+            fold.summary,
+            fold.through_seq,
+            fold.through_id,
+            previous.generation if previous else 0,
+            folds=len(folds),
+        )
+        return folds if written is not None else []
+
+
+def _summary(
+    previous: FoldRecord | None,
+    messages: Sequence[Mapping[str, Any]],
+    policy: FoldPolicy,
+    summarize: Summarizer,
+) -> str | FoldResult:
+    """The summarizer's summary of ``messages`` after ``previous``, or why there is none."""
+    try:
+        summary = summarize(
+            previous.summary if previous else None, messages, max_chars=policy.max_summary_chars
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the fold as it was
+        return FoldResult(False, f"summarizer failed, nothing changed: {type(exc).__name__}: {exc}")
+    if not isinstance(summary, str) or not summary.strip():
+        return FoldResult(False, "summarizer returned an empty summary; nothing changed")
+    return summary.strip()[: policy.max_summary_chars]
 
 
 def _fold_step(
@@ -153,17 +254,10 @@ def _fold_step(
     boundary, why = fold_boundary(messages, start, policy)
     if boundary is None:
         return FoldResult(False, why)
-    try:
-        summary = summarize(
-            previous.summary if previous else None,
-            messages[start:boundary],
-            max_chars=policy.max_summary_chars,
-        )
-    except Exception as exc:  # noqa: BLE001 - any failure leaves the fold as it was
-        return FoldResult(False, f"summarizer failed, nothing changed: {type(exc).__name__}: {exc}")
-    if not isinstance(summary, str) or not summary.strip():
-        return FoldResult(False, "summarizer returned an empty summary; nothing changed")
-    return boundary, summary.strip()[: policy.max_summary_chars], why
+    summary = _summary(previous, messages[start:boundary], policy, summarize)
+    if isinstance(summary, FoldResult):
+        return summary
+    return boundary, summary, why
 
 
 def lean_replay(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,21 +104,22 @@ def load_log(
         # anyway (skipped as unreadable), and the next import reads it whole.
         text = raw[: exc.start].decode("utf-8-sig")
     whole = _parse_whole(text)
+    lines = _Lines(text)
     try:
-        fmt = format if format != "auto" else _detect(path, whole, text)
+        fmt = format if format != "auto" else _detect(path, whole, lines)
     except ImportFormatError:
         problem = _unholdable(text)
         if problem is None:
             raise
         raise ImportFormatError(f"{path} {problem}; it cannot be imported") from None
     if fmt == "claude-code":
-        items = [_claude_code(text, stem)]
+        items = [_claude_code(lines, stem)]
     elif fmt == "mini-swe-agent":
         items = [_mini_swe_agent(whole, path)]
     elif fmt == "tau-bench":
         items = _tau_bench(whole, stem, path)
     else:
-        items = [_plain(whole, text, stem, fmt, path)]
+        items = [_plain(whole, lines, stem, fmt, path)]
     notes = [n for item in items for n in item.notes]
     garbled = any(n.endswith(UNREADABLE) for n in notes)
     if not any(item.messages for item in items) and garbled and text.endswith("\n"):
@@ -191,18 +192,48 @@ def _unholdable(text: str) -> str | None:
     return None
 
 
+_JSON_SPACE = " \t\r"
+# json.loads without its three Python frames per line: the decoder's own C scanner
+# (typeshed does not declare the attribute).
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for each line; value is _NOT_JSON for a broken line."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    """(line number, value) for each line; value is _NOT_JSON for a broken line.
+
+    Lines end at "\n" only (``\r\n`` too): JSON strings may hold U+2028, NEL and the
+    other characters ``str.splitlines`` would also break at."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line or line.isspace():
             continue
+        start = 0
+        while line[start] in _JSON_SPACE:
+            start += 1
         try:
-            yield number, json.loads(line)
-        except (ValueError, RecursionError):  # also too deep, or an integer too long
+            value, end = _scan(line, start)
+        except (StopIteration, ValueError, RecursionError):  # also an integer too long
             yield number, _NOT_JSON
+            continue
+        if end != len(line) and line[end:].strip(_JSON_SPACE):
+            yield number, _NOT_JSON  # something after the value, as json.loads refuses
+        else:
+            yield number, value
 
 
-def _detect(path: str, whole: Any, text: str) -> str:
+class _Lines:
+    """The JSONL reading of a file's text, parsed once whichever readers ask for it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._values: list[tuple[int, Any]] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        if self._values is None:
+            self._values = list(_jsonl(self.text))
+        return iter(self._values)
+
+
+def _detect(path: str, whole: Any, lines: _Lines) -> str:
     if (
         isinstance(whole, dict)
         and isinstance(whole.get("messages"), list)
@@ -225,7 +256,7 @@ def _detect(path: str, whole: Any, text: str) -> str:
     elif isinstance(whole, dict) and "role" in whole:
         values = [whole]
     else:
-        values = [v for _, v in _jsonl(text) if v is not _NOT_JSON]
+        values = [v for _, v in lines if v is not _NOT_JSON]
     if any(
         isinstance(v, dict)
         and ("sessionId" in v or v.get("type") in ("summary", "user", "assistant"))
@@ -276,7 +307,7 @@ def _require_messages(values: Any, path: str, what: str) -> list[dict[str, Any]]
     return [dict(m) for m in values]
 
 
-def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> LoadedConversation:
+def _plain(whole: Any, lines: _Lines, stem: str, fmt: str, path: str) -> LoadedConversation:
     notes: list[str] = []
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         # A saved request body: its messages, and Anthropic's top-level system prompt first.
@@ -297,7 +328,7 @@ def _plain(whole: Any, text: str, stem: str, fmt: str, path: str) -> LoadedConve
     if whole is _NOT_JSON or isinstance(whole, dict):
         values = []
         broken = 0
-        for _, v in _jsonl(text):
+        for _, v in lines:
             if v is _NOT_JSON:
                 broken += 1
             else:
@@ -343,7 +374,7 @@ def _tau_bench(whole: Any, stem: str, path: str) -> list[LoadedConversation]:
     return items
 
 
-def _claude_code(text: str, stem: str) -> LoadedConversation:
+def _claude_code(lines: _Lines, stem: str) -> LoadedConversation:
     """One message per user/assistant record of the main chain, named after the file.
 
     A resumed session is a new file that repeats the earlier session's records (with the
@@ -352,7 +383,7 @@ def _claude_code(text: str, stem: str) -> LoadedConversation:
     """
     records: list[dict[str, Any]] = []
     broken = 0
-    for _, record in _jsonl(text):
+    for _, record in lines:
         if record is _NOT_JSON or not isinstance(record, dict):
             broken += 1
         elif record.get("type") in _CLAUDE_MESSAGE_TYPES:

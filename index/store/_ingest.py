@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +36,8 @@ STATUSES: tuple[IngestStatus, ...] = ("imported", "appended", "unchanged", "refu
 
 _GLOB_CHARS = ("*", "?", "[")
 MAX_INGEST_DEPTH = 128  # folder levels searched below a folder given to ingest
+# fold(conversation id, messages added, the conversation's messages as stored or None)
+FoldAdded = Callable[[str, int, Sequence[Mapping[str, Any]] | None], object]
 
 
 @dataclass(frozen=True)
@@ -186,11 +188,11 @@ def ingest_file(
     conversation_id: str | None,
     allowed: Collection[str] | None,
     attachments_dir: str,
-    fold: Callable[[str, int], object] | None = None,
+    fold: FoldAdded | None = None,
 ) -> FileReport:
     """Import one log into the store and say what it did. A file found in a folder that is in
     no log format is skipped, one named directly is refused; ``fold(id, added)`` runs after
-    each conversation that grew."""
+    each conversation that grew (with its messages as stored, when they are all new)."""
     ids: list[str] = []
     added = 0
     new = False
@@ -220,7 +222,15 @@ def ingest_file(
             )
             added += len(fresh)
             if fold is not None and fresh:
-                fold(cid, len(fresh))
+                # A new conversation is what was just imported, ids added: the fold reads
+                # these instead of the store's copies.
+                as_stored = None
+                if not existed and len(fresh) == len(item.messages):
+                    as_stored = [
+                        m if "id" in m else {**m, "id": i}
+                        for m, i in zip(item.messages, fresh, strict=True)
+                    ]
+                fold(cid, len(fresh), as_stored)
             new = new or not existed
             ids.append(cid)
             notes += item.notes
@@ -246,7 +256,7 @@ def ingest_paths(
     progress: Callable[[int, int, str], None] | None,
     allowed: Collection[str] | None,
     attachments_dir: str,
-    fold: Callable[[str, int], object] | None,
+    fold: FoldAdded | None,
 ) -> IngestReport:
     """`Workspace.ingest`: import every log the paths name, then raise for the refusals (or
     report them, with ``errors="report"``)."""
@@ -262,25 +272,26 @@ def ingest_paths(
             "files; ingest that one file alone, or leave the id out"
         )
     reports = []
-    for done, (path, in_folder, problem) in enumerate(files):
-        if progress is not None:
-            progress(done, len(files), path)
-        if problem is not None:
-            error = ImportFormatError(f"{path}: {problem}")
-            reports.append(FileReport(path, "refused", reason=problem, error=error))
-            continue
-        reports.append(
-            ingest_file(
-                store,
-                path,
-                in_folder,
-                format=format,
-                conversation_id=conversation_id,
-                allowed=allowed,
-                attachments_dir=attachments_dir,
-                fold=fold,
+    with store.batch():  # one disk sync for the whole import, at its end
+        for done, (path, in_folder, problem) in enumerate(files):
+            if progress is not None:
+                progress(done, len(files), path)
+            if problem is not None:
+                error = ImportFormatError(f"{path}: {problem}")
+                reports.append(FileReport(path, "refused", reason=problem, error=error))
+                continue
+            reports.append(
+                ingest_file(
+                    store,
+                    path,
+                    in_folder,
+                    format=format,
+                    conversation_id=conversation_id,
+                    allowed=allowed,
+                    attachments_dir=attachments_dir,
+                    fold=fold,
+                )
             )
-        )
     if progress is not None:
         progress(len(files), len(files), "")
     report = IngestReport(tuple(reports))

@@ -47,6 +47,7 @@ MAX_ID_CHARS = 256
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # json.dumps, built once
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def _plain(value: Any) -> Any:
 def encode_message(message: Mapping[str, Any]) -> str:
     """The stored text of a message; refuses what JSON cannot carry exactly."""
     try:
-        body = json.dumps(message, ensure_ascii=False, allow_nan=False)
+        body = _ENCODER.encode(message)
     except RecursionError:
         raise InvalidArgumentError(
             "message nests lists and dicts too deeply to store (over ~1,000 levels); flatten it"
@@ -138,7 +139,7 @@ def encode_message(message: Mapping[str, Any]) -> str:
         raise InvalidArgumentError(
             f"message is not JSON data ({exc}); send only str, numbers, bools, null, lists, dicts"
         ) from None
-    if _SURROGATE.search(body):
+    if not body.isascii() and _SURROGATE.search(body):
         body = json.dumps(message, allow_nan=False)  # escapes keep lone surrogates exact
     return body
 
@@ -149,6 +150,8 @@ class Store:
     def __init__(self, home: str) -> None:
         self.path = os.path.join(home, "store.sqlite3")
         self._lock = threading.RLock()
+        self._deferred = threading.local()  # inside batch(): commits that do not sync
+        self._sync_deferred = False  # the connection's synchronous mode is NORMAL
         self.read_only: str | None = None  # why, when the home cannot be written
         self.migrated: list[str] = []  # the schema steps this open ran (see _migrations)
         if _read_only(home):
@@ -235,10 +238,35 @@ class Store:
             self._db.close()
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Writes of this thread inside the block commit without waiting for the disk, and
+        the block ends with one commit that does (fsync of the write-ahead log, which holds
+        them all): an import of many files pays for one disk sync, not one per file. Until
+        the block ends nothing of it is acknowledged; each write still commits on its own,
+        so other processes take turns between them. Other threads' writes sync as always."""
+        if getattr(self._deferred, "on", False):
+            yield  # nested: the outer block syncs
+            return
+        self._deferred.on, self._deferred.pending = True, False
+        try:
+            yield
+        finally:
+            self._deferred.on = False
+            if self._deferred.pending and not self.read_only:
+                with self._write() as db:  # one durable commit, for everything before it too
+                    db.execute("UPDATE meta SET value=value WHERE key='store_id'")
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         if self.read_only:
             raise StoreError(f"nothing was stored: {self.read_only} (reads still work)")
+        deferred = getattr(self._deferred, "on", False)
         with self._lock:
+            if deferred != self._sync_deferred:
+                self._db.execute(f"PRAGMA synchronous={'NORMAL' if deferred else 'FULL'}")
+                self._sync_deferred = deferred
+            if deferred:
+                self._deferred.pending = True
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -407,25 +435,19 @@ class Store:
             (conversation_id,),
         ).fetchone()
         ids: list[str] = []
+        taken: set[str] = set()  # ids of this batch
+        rows = []
+        cards = []
         now = time.time()
         for offset, message in enumerate(messages, start=1):
             seq = last + offset
             saved = attachments(message) if attachments is not None else []
             message_id = message.get("id")
             if message_id is None:
-                message_id = self._free_id(db, conversation_id, f"m{seq}")
+                message_id = self._free_id(db, conversation_id, f"m{seq}", taken)
                 message = {**message, "id": message_id}
-            elif db.execute(
-                "SELECT 1 FROM messages WHERE conversation_id=? AND id=?",
-                (conversation_id, message_id),
-            ).fetchone():
-                raise InvalidArgumentError(
-                    f"message id {message_id!r} already exists in conversation "
-                    f"{conversation_id!r}; ids are never reused"
-                )
-            db.execute(
-                "INSERT INTO messages(conversation_id, seq, id, role, body, chars, at) "
-                "VALUES (?,?,?,?,?,?,?)",
+            taken.add(message_id)
+            rows.append(
                 (
                     conversation_id,
                     seq,
@@ -434,10 +456,36 @@ class Store:
                     encode_message(message),
                     content_chars(message),
                     now,
-                ),
+                )
             )
-            self._attach(db, conversation_id, message_id, saved)
+            cards += [(conversation_id, message_id, *row) for row in saved]
             ids.append(message_id)
+        try:
+            # One statement for the batch; the (conversation, id) key refuses a reused id.
+            db.executemany(
+                "INSERT INTO messages(conversation_id, seq, id, role, body, chars, at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                rows,
+            )
+        except sqlite3.IntegrityError:
+            # Name the first message whose id was taken, before or earlier in this batch.
+            earlier: set[str] = set()
+            for message_id in ids:
+                if (
+                    message_id in earlier
+                    or db.execute(
+                        "SELECT 1 FROM messages WHERE conversation_id=? AND id=? AND seq<=?",
+                        (conversation_id, message_id, last),
+                    ).fetchone()
+                ):
+                    raise _reused(conversation_id, message_id) from None
+                earlier.add(message_id)
+            raise
+        db.executemany(
+            "INSERT OR REPLACE INTO attachments"
+            "(conversation_id, message_id, block, path, card) VALUES (?,?,?,?,?)",
+            cards,
+        )
         return ids
 
     @staticmethod
@@ -472,11 +520,15 @@ class Store:
                 self._attach(db, conversation_id, mid, attachments(message))
 
     @staticmethod
-    def _free_id(db: sqlite3.Connection, conversation_id: str, wanted: str) -> str:
+    def _free_id(db: sqlite3.Connection, conversation_id: str, wanted: str, taken: set[str]) -> str:
         candidate, n = wanted, 1
-        while db.execute(
-            "SELECT 1 FROM messages WHERE conversation_id=? AND id=?", (conversation_id, candidate)
-        ).fetchone():
+        while (
+            candidate in taken
+            or db.execute(
+                "SELECT 1 FROM messages WHERE conversation_id=? AND id=?",
+                (conversation_id, candidate),
+            ).fetchone()
+        ):
             n += 1
             candidate = f"{wanted}-{n}"
         return candidate
@@ -580,6 +632,14 @@ class Store:
         )
         return FoldRecord(*rows[0]) if rows else None
 
+    def sizes(self, conversation_id: str, *, after_seq: int = 0) -> list[int]:
+        """Content chars of each message after ``after_seq``, in order (kept at insert)."""
+        rows = self._read(
+            "SELECT chars FROM messages WHERE conversation_id=? AND seq>? ORDER BY seq",
+            (conversation_id, after_seq),
+        )
+        return [int(r[0]) for r in rows]
+
     def chars_after(self, conversation_id: str, seq: int) -> int:
         """Content chars of the messages after ``seq`` (sizes kept at insert, and measured for
         older rows by the "message sizes" migration)."""
@@ -590,12 +650,21 @@ class Store:
         return int(rows[0][0])
 
     def write_fold(
-        self, conversation_id: str, summary: str, through_seq: int, through_id: str, expected: int
+        self,
+        conversation_id: str,
+        summary: str,
+        through_seq: int,
+        through_id: str,
+        expected: int,
+        *,
+        folds: int = 1,
     ) -> int | None:
         """Store the one summary of a conversation; None if the fold changed meanwhile.
 
         Re-reads in the write transaction: the boundary must still be the message it was,
         and no other fold may have been written since ``expected`` (a generation number).
+        ``folds`` is how many folds the summary stands for (an import chains them in memory
+        and writes the last): the generation grows by that many.
         """
         with self._write() as db:
             row = db.execute(
@@ -609,7 +678,7 @@ class Store:
             ).fetchone()
             if at is None or at[0] != through_id:
                 return None
-            generation = expected + 1
+            generation = expected + folds
             db.execute(
                 "INSERT OR REPLACE INTO folds(conversation_id, summary, through_seq, through_id, "
                 "generation) VALUES (?,?,?,?,?)",
@@ -747,6 +816,13 @@ def _role(message: Mapping[str, Any]) -> str:
     if isinstance(role, str):
         return role
     return message.get("type", "") if role_of(message) is not None else ""
+
+
+def _reused(conversation_id: str, message_id: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"message id {message_id!r} already exists in conversation {conversation_id!r}; ids "
+        "are never reused"
+    )
 
 
 def _differs(

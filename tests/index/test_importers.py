@@ -475,3 +475,21 @@ def test_a_file_with_no_messages_is_refused_and_nothing_is_stored(
     with pytest.raises(ImportFormatError, match=f"holds no openai messages \\({why}\\)"):
         ws.ingest(log, format="openai")
     assert ws.conversations() == []
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x1c", "\x0b"])
+def test_a_record_holding_a_unicode_line_separator_is_one_record(
+    tmp_path: Path, separator: str
+) -> None:
+    # JSON strings may hold these unescaped; str.splitlines would break the record at them.
+    text = f"first{separator}second"
+    records = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": text}},
+        {"type": "assistant", "uuid": "a1", "message": {"role": "assistant", "content": "ok"}},
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n")
+    (item,) = load_log(str(path))
+    assert item.format == "claude-code"
+    assert [m["content"] for m in item.messages] == [text, [{"type": "text", "text": "ok"}]]
+    assert item.notes == []

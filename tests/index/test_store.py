@@ -222,3 +222,51 @@ def test_sigkill_loses_no_acknowledged_append(tmp_path: Path) -> None:
     with Workspace(tmp_path) as ws:
         texts = [m["content"] for m in ws.messages("c")]
     assert texts[: acknowledged + 1] == [f"msg-{i}" for i in range(acknowledged + 1)]
+
+
+def _synchronous(ws: Workspace) -> int:
+    """The synchronous mode of the store connection's last commit (read, not written): 2 is
+    FULL, a disk sync at every commit; 1 is NORMAL."""
+    ((mode,),) = ws._store._read("PRAGMA synchronous")
+    return int(mode)
+
+
+def test_an_import_of_many_files_syncs_the_disk_once_at_its_end(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    root.mkdir()
+    for n in range(3):
+        lines = [json.dumps({"role": "user", "content": f"file {n} line {i}"}) for i in range(3)]
+        (root / f"c{n}.jsonl").write_text("\n".join(lines) + "\n")
+    ws = Workspace(tmp_path / "home")
+    seen: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int, path: str) -> None:
+        if 0 < done < total:  # between two files: the commits before did not sync
+            seen.append((done, _synchronous(ws)))
+
+    report = ws.ingest(str(root), progress=progress)
+    assert report.counts()["imported"] == 3
+    assert seen == [(1, 1), (2, 1)]  # NORMAL: no fsync per file
+    assert _synchronous(ws) == 2  # FULL again: the closing commit synced all of it
+    with Workspace(tmp_path / "home") as again:
+        assert [len(again.messages(f"c{n}")) for n in range(3)] == [3, 3, 3]
+
+
+def test_another_threads_writes_sync_during_a_batch(tmp_path: Path) -> None:
+    import threading
+
+    ws = Workspace(tmp_path)
+    modes: list[int] = []
+
+    def other() -> None:
+        ws.append("theirs", {"role": "user", "content": "acknowledged at once"})
+        modes.append(_synchronous(ws))
+
+    with ws._store.batch():
+        ws.append("mine", {"role": "user", "content": "deferred"})
+        modes.append(_synchronous(ws))
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert modes == [1, 2]  # this thread's commit deferred the sync, the other's did not
+    assert _synchronous(ws) == 2

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from leanreplay.index.search._convindex import message_text
 from leanreplay.placeholders import result_slots
-from leanreplay.placeholders._shapes import block_text, text_of, text_parts
+from leanreplay.placeholders._shapes import block_text, one_line, text_of, text_parts
 
 TEXT = st.text(alphabet="abc xyz", min_size=1, max_size=8)
 BLOCKS = st.one_of(
@@ -58,3 +58,10 @@ def test_a_string_content_is_its_own_text(text: str) -> None:
     assert list(text_parts(text)) == [text]
     assert text_of({"role": "user", "content": text}) == text
     assert list(text_parts(None)) == []
+
+
+@given(st.text(alphabet=" a\n\tb\u3000é", max_size=80), st.integers(0, 40))
+def test_one_line_collapses_all_the_whitespace_then_cuts(text: str, limit: int) -> None:
+    # The oracle splits every word; one_line splits off only as many as it can show.
+    flat = " ".join(text.split())
+    assert one_line(text, limit) == (flat if len(flat) <= limit else flat[: limit - 3] + "...")
