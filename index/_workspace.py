@@ -223,6 +223,7 @@ class Workspace:
         return self._roots if override is None else override
 
     def close(self) -> None:
+        self._life.wait_for_folds()  # a fold behind an append finishes with its own store
         self._store.close()
         self._page_index = None
         self._message_index = None

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from ._checks import check_int
 from ._errors import InvalidPolicyError, SummarizerError
@@ -120,12 +120,14 @@ class OfflineSummarizer:
             earlier = earlier[: max_chars // 3 - 4].rstrip() + " ..."
         head = f"{earlier}\n\n" if earlier else ""
         room = max_chars - len(head)
-        for scale, keep in [(x, None) for x in HEAD_SCALES] + [
-            (HEAD_SCALES[-1], k) for k in KEPT_REQUESTS
-        ]:
-            body = facts.render(scale, keep)
-            if len(body) <= room:
-                return head + body
+        ladder = [(x, None) for x in HEAD_SCALES] + [(HEAD_SCALES[-1], k) for k in KEPT_REQUESTS]
+        for scale, keep in ladder[:-1]:
+            fitting = facts.render(scale, keep, limit=room)
+            if fitting is not None:
+                return head + fitting
+        body = facts.render(*ladder[-1])
+        if len(body) <= room:
+            return head + body
         return (head + body)[: max_chars - 4].rstrip() + " ..."
 
 
@@ -182,9 +184,19 @@ class _Facts:
         if isinstance(command, str) and command.strip():
             self.commands[one_line(command, 400)] += 1
 
-    def render(self, scale: float, keep: int | None = None) -> str:
+    @overload
+    def render(self, scale: float, keep: int | None = None) -> str: ...
+
+    @overload
+    def render(self, scale: float, keep: int | None = None, *, limit: int) -> str | None: ...
+
+    def render(
+        self, scale: float, keep: int | None = None, *, limit: int | None = None
+    ) -> str | None:
         """The summary with heads cut to ``scale`` of their full length; with ``keep``, only
-        the first two and the last ``keep - 2`` user requests, the rest counted."""
+        the first two and the last ``keep - 2`` user requests, the rest counted. With
+        ``limit``, None as soon as it is sure to be longer (a fold of 100,000 messages
+        renders what fits, not every request at every scale)."""
 
         def cut(n: int) -> int:  # a head length
             return max(24, int(n * scale))
@@ -193,14 +205,23 @@ class _Facts:
             return max(3, int(n * scale))
 
         parts: list[str] = []
+        size = -1  # the length of "\n".join(parts)
         if self.requests:
             parts.append("User requests:")
-            requests = [f"- [{mid}] {one_line(text, cut(240))}" for mid, text in self.requests]
-            if keep is not None and len(requests) > keep:
-                omitted = len(requests) - keep
-                marker = f"- ... ({omitted} earlier items omitted; use conversation_search) ..."
-                requests = [*requests[:2], marker, *requests[-(keep - 2) :]]
-            parts += requests
+            size += len(parts[-1]) + 1
+            shown: Sequence[tuple[str, str] | None] = self.requests
+            if keep is not None and len(shown) > keep:
+                shown = [*self.requests[:2], None, *self.requests[-(keep - 2) :]]
+            omitted = len(self.requests) - len(shown) + 1
+            for item in shown:
+                if item is None:
+                    line = f"- ... ({omitted} earlier items omitted; use conversation_search) ..."
+                else:
+                    line = f"- [{item[0]}] {one_line(item[1], cut(240))}"
+                parts.append(line)
+                size += len(line) + 1
+                if limit is not None and size > limit:
+                    return None
         if self.files:
             ranked = sorted(self.files.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
             parts.append(f"Files touched ({len(ranked)}):")
@@ -221,7 +242,8 @@ class _Facts:
             parts.append("Answers (the last of each exchange):")
             for mid, text in self.answers[-few(20) :]:
                 parts.append(f"- [{mid}] {one_line(text, cut(300))}")
-        return "\n".join(parts)
+        body = "\n".join(parts)
+        return None if limit is not None and len(body) > limit else body
 
 
 class CallableSummarizer:

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import datetime
 import os
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from itertools import takewhile
@@ -31,7 +32,7 @@ from leanreplay.placeholders import (
     is_genuine_user,
 )
 
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, WorkspaceError
 from ..store._attachments import AttachmentSaver
 from ..store._store import FoldRecord, Store, StoredMessage, plain_json
 from ._fold import (
@@ -46,9 +47,12 @@ from ._fold import (
     size_series,
 )
 
-__all__ = ["SNAPSHOTS_KEPT", "Conversations", "turn_count"]
+__all__ = ["FOLD_INLINE_MESSAGES", "SNAPSHOTS_KEPT", "Conversations", "turn_count"]
 
 SNAPSHOTS_KEPT = 50  # prompt snapshots kept per home, newest first
+# An append folds a backlog of up to this many messages itself (milliseconds); a longer one
+# (a conversation stored unfolded, then appended to) folds in a background thread.
+FOLD_INLINE_MESSAGES = 5_000
 
 EventHook = Callable[[str, dict[str, Any]], None]
 
@@ -78,6 +82,8 @@ class Conversations:
         self.fold_policy = fold_policy
         self.summarizer = summarizer
         self.auto_fold = auto_fold
+        self._background: dict[str, threading.Thread] = {}  # folds behind appends
+        self._background_lock = threading.Lock()
 
     # appends and the rolling fold
 
@@ -89,12 +95,7 @@ class Conversations:
         saved(message)  # before the transaction: the write lock is not held for the copy
         mid = self.store.append(cid, [message], attachments=saved)[0]
         if self.auto_fold:
-            fold = self.store.fold(cid)
-            if (
-                self.store.chars_after(cid, fold.through_seq if fold else 0)
-                > self.fold_policy.threshold_chars
-            ):
-                self.fold(cid)
+            self._fold_if_due(cid)
         return mid
 
     def extend(
@@ -116,13 +117,49 @@ class Conversations:
             cid, plain, attachments=saved, after=after, source=source, format=format
         )
         if self.auto_fold and ids:
-            fold = self.store.fold(cid)
-            if (
-                self.store.chars_after(cid, fold.through_seq if fold else 0)
-                > self.fold_policy.threshold_chars
-            ):
-                self.fold(cid)
+            self._fold_if_due(cid)
         return ids
+
+    def _fold_if_due(self, cid: str) -> None:
+        """Fold when the unsummarized part is past the threshold: here, or, for a backlog of
+        more than `FOLD_INLINE_MESSAGES` (a conversation stored unfolded, then appended to),
+        in a background thread, so that the append returns at once."""
+        fold = self.store.fold(cid)
+        start = fold.through_seq if fold else 0
+        if self.store.chars_after(cid, start) <= self.fold_policy.threshold_chars:
+            return
+        if self.store.stats_of(cid).last_seq - start <= FOLD_INLINE_MESSAGES:
+            self.fold(cid)
+            return
+        with self._background_lock:
+            running = self._background.get(cid)
+            if running is not None and running.is_alive():
+                return  # that fold re-reads the conversation: it takes this message in too
+            thread = threading.Thread(
+                target=self._fold_behind, args=(cid,), name="leanreplay-fold", daemon=True
+            )
+            self._background[cid] = thread
+            thread.start()
+
+    def _fold_behind(self, cid: str) -> None:
+        # Its own connection: the appending thread keeps the shared one to itself.
+        try:
+            store = Store(self.home)
+        except WorkspaceError:
+            return  # the next append tries again
+        try:
+            fold_conversation(store, cid, self.fold_policy, self.summarizer, self.home)
+        except WorkspaceError:
+            pass  # a fold that fails changes nothing; the next append tries again
+        finally:
+            store.close()
+
+    def wait_for_folds(self, cid: str | None = None) -> None:
+        """Wait for the background folds (of ``cid``, or all)."""
+        with self._background_lock:
+            threads = [t for c, t in self._background.items() if cid is None or c == cid]
+        for thread in threads:
+            thread.join()
 
     def fold_added(
         self, cid: str, new: int, stored: Sequence[Mapping[str, Any]] | None = None
@@ -134,11 +171,13 @@ class Conversations:
         )
 
     def fold(self, cid: str, summarizer: Summarizer | None = None) -> FoldResult:
+        self.wait_for_folds(cid)
         return fold_conversation(
             self.store, cid, self.fold_policy, summarizer or self.summarizer, self.home
         )
 
     def fold_state(self, cid: str) -> dict[str, Any] | None:
+        self.wait_for_folds(cid)
         fold = self.store.fold(cid)
         if fold is None:
             return None
@@ -162,6 +201,7 @@ class Conversations:
         snapshot: bool = False,
         budget_tokens: int | None = None,
     ) -> ReplayResult:
+        self.wait_for_folds(cid)  # a fold behind an append lands before its replay
         fold = self.store.fold(cid)
         if fold is None:
             messages = self.messages(cid)

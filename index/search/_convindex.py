@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import tantivy
@@ -36,7 +36,11 @@ __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
 MESSAGES_VERSION = 1
 MAX_INDEXED_CHARS = 1_000_000  # per message
 SNIPPET_CHARS = 240
-_BATCH = 50_000  # rows per commit: commits are fsync'd and merge segments
+_BATCH = 250_000  # rows per commit: commits are fsync'd and merge segments
+_FETCH = 50_000  # rows read from the store at a time
+# json.loads without its Python frames: the decoder's own C scanner (typeshed does not
+# declare the attribute)
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 CATCH_UP_WAIT_S = 600.0  # how long a search waits for another process's catch-up
 
 
@@ -143,36 +147,43 @@ class MessageIndex:
             with self.index.writer() as writer:
                 writer.delete_all_documents()
             last = 0
-        # Only the batch right after a saved state can already be in the index (a crash
-        # between its commit and the state's save): it is re-added by replacement.
+        # Only the commit right after a saved state can already be in the index (a crash
+        # between its commit and the state's save): its rows are re-added by replacement.
         replace = last > 0
-        while True:
-            rows = self.store.message_rows(after_rowid=last, limit=_BATCH)
-            if not rows:
-                break
+        rows = self.store.message_rows(after_rowid=last, limit=_FETCH)
+        schema, from_dict = self.index.schema, tantivy.Document.from_dict
+        while rows:
             with self.index.writer() as writer:
-                document, loads = self.index.document, json.loads
-                for _, cid, seq, mid, role, body in rows:
-                    key = f"{cid}\x00{mid}"
-                    if replace:
-                        writer.delete_documents_by_term("message_id", key)
-                    text, tools = message_text(loads(body))
-                    writer.add_document(
-                        document(
-                            {
-                                "conversation_id": cid,
-                                "message_id": key,
-                                "seq": seq,
-                                "role": role,
-                                "tool": tools,
-                                "text": text,
-                            }
+                in_commit = 0
+                while rows:
+                    for _, cid, seq, mid, role, body in rows:
+                        key = f"{cid}\x00{mid}"
+                        if replace:
+                            writer.delete_documents_by_term("message_id", key)
+                        # The store wrote the body: one JSON value, parsed by the C scanner.
+                        text, tools = message_text(_scan(body, 0)[0])
+                        writer.add_document(
+                            from_dict(
+                                {
+                                    "conversation_id": cid,
+                                    "message_id": key,
+                                    "seq": seq,
+                                    "role": role,
+                                    "tool": tools,
+                                    "text": text,
+                                },
+                                schema,
+                            )
                         )
-                    )
+                    tail = rows[-1]
+                    in_commit += len(rows)
+                    rows = self.store.message_rows(after_rowid=tail[0], limit=_FETCH)
+                    if in_commit >= _BATCH:
+                        break
             replace = False
-            last = rows[-1][0]
-            added += len(rows)
-            self._save(last, _digest(StoredMessage(*rows[-1][1:])))
+            last = tail[0]
+            added += in_commit
+            self._save(last, _digest(StoredMessage(*tail[1:])))
         if last == 0:
             self._save(0, "")  # an empty store: the index follows it too
         self.index.rebuilt = False

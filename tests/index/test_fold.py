@@ -325,3 +325,43 @@ def test_replay_of_a_folded_conversation_reads_only_the_system_messages_and_the_
         after = ws.replay("c")
     assert after.messages == before.messages
     assert after.stats() == before.stats()
+
+
+def test_an_append_to_a_long_unfolded_conversation_returns_before_its_fold(
+    tmp_path: Path,
+) -> None:
+    from leanreplay.index.lifecycle._conversations import FOLD_INLINE_MESSAGES
+
+    turns = FOLD_INLINE_MESSAGES // 2 + 10
+    backlog = [
+        m
+        for i in range(turns)
+        for m in (
+            {"role": "user", "content": f"question {i} about the build"},
+            {"role": "assistant", "content": f"answer {i}: " + "the build passed " * 3},
+        )
+    ]
+    with Workspace(tmp_path, auto_fold=False) as ws:  # stored unfolded, as a bulk import
+        ws.extend("c", backlog)
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def summarize(previous: str | None, messages: Any, *, max_chars: int) -> str:
+        started.set()
+        release.wait(60)
+        finished.set()
+        return f"summary of {len(messages)} messages"
+
+    ws = Workspace(tmp_path, summarizer=summarize)
+    ws.append("c", {"role": "user", "content": "and now?"})
+    # The append came back while the summarizer still waits: the fold runs behind it.
+    assert started.wait(60)
+    assert not finished.is_set()
+    release.set()
+    state = ws.fold_state("c")  # waits for the fold to land
+    assert state is not None
+    assert state["summary"].startswith("summary of ")
+    assert state["summarized_through_message"] > FOLD_INLINE_MESSAGES
+    replayed = ws.replay("c").messages
+    assert "summary of" in json.dumps(replayed[0])
+    assert replayed[-1]["content"] == "and now?"
+    ws.close()
