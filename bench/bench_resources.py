@@ -12,7 +12,12 @@ sampled from /proc while they run.
 - ``file2g``: first ``file_read`` near the end of a 2 GB log (peer: ``wc -l``)
 - ``replay100k``: ``replay`` of a folded 100,000-message conversation (floor: under 50 ms)
 - ``search1m``: ``conversation_search`` over 1,000,000 stored messages: the first call
-  (which indexes them all; floor 15 s) and warm p50 / p99
+  (which indexes them all; floors 15 s and SQLite FTS5's build of the same text, run
+  right before it) and warm p50 / p99
+- ``append100k``: the first append to a 100,000-message conversation stored unfolded (floor
+  200 ms; its fold runs behind it), when that fold lands, and the next append
+- ``growth``: ingest, replay, append and search at 1k, 10k, 100k and 1M messages, with the
+  cost per message (linear or better)
 - ``ingest``: the real Claude Code logs of ../shared/transcripts ingested in fresh homes, with
   folds and without, interleaved with ``json.loads`` of the same lines (floor: 50 MB/s with
   folds), wall and CPU seconds
@@ -62,6 +67,16 @@ elif kind == "replay":
 elif kind == "search":
     result = ws.conversation_search(arg)
     out["hits"] = len(result["hits"])
+elif kind == "append":
+    cpu = time.process_time()
+    ws.append(arg, {"role": "user", "content": "one more question"})
+    out["append_cpu_s"] = round(time.process_time() - cpu, 4)
+    out["append_s"] = round(time.perf_counter() - started, 4)
+    ws.fold_state(arg)  # waits for the fold behind the append
+    out["fold_landed_after_s"] = round(time.perf_counter() - started, 4)
+    t = time.perf_counter()
+    ws.append(arg, {"role": "assistant", "content": "an answer"})
+    out["second_append_s"] = round(time.perf_counter() - t, 4)
 out["seconds"] = round(time.perf_counter() - started, 4)
 if kind in ("replay", "search"):
     warm = []
@@ -204,15 +219,45 @@ def replay100k(tmp: Path) -> dict[str, Any]:
     }
 
 
+def fts5_build(store: Path, target: Path) -> dict[str, Any]:
+    """The peer: SQLite FTS5 built over the same messages' text (read from the same store,
+    the JSON of each parsed), on disk, one transaction."""
+    cpu, started = time.process_time(), time.perf_counter()
+    src = sqlite3.connect(store)
+    db = sqlite3.connect(target)
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(conversation_id UNINDEXED, id UNINDEXED, text)")
+    rows = src.execute("SELECT conversation_id, id, body FROM messages ORDER BY rowid")
+    with db:
+        while batch := rows.fetchmany(50_000):
+            db.executemany(
+                "INSERT INTO f VALUES (?,?,?)",
+                [(c, m, json.loads(b).get("content") or "") for c, m, b in batch],
+            )
+    src.close()
+    db.close()
+    return {
+        "seconds": round(time.perf_counter() - started, 3),
+        "cpu_s": round(time.process_time() - cpu, 3),
+    }
+
+
 def search1m(tmp: Path) -> dict[str, Any]:
     (tmp / "root").mkdir()
     started = time.perf_counter()
     _store(tmp / "home", 100, 10_000)
-    return {
+    out: dict[str, Any] = {
         "messages": 1_000_000,
         "store_build_s": round(time.perf_counter() - started, 1),
-        "leanreplay_conversation_search": child(tmp / "home", tmp / "root", "search", "budget"),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
     }
+    out["sqlite_fts5_build"] = fts5_build(tmp / "home" / "store.sqlite3", tmp / "fts5.sqlite3")
+    out["leanreplay_conversation_search"] = child(tmp / "home", tmp / "root", "search", "budget")
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    first = out["leanreplay_conversation_search"].get("seconds", 1e9)
+    out["ratio_first_search_over_fts5_build"] = round(
+        first / out["sqlite_fts5_build"]["seconds"], 3
+    )
+    return out
 
 
 TRANSCRIPTS = REPO.parent / "shared" / "transcripts"
@@ -263,6 +308,100 @@ def _ingest_pairs(
     return paired
 
 
+def append100k(tmp: Path) -> dict[str, Any]:
+    """The first append to a 100,000-message conversation stored unfolded (floor: the append
+    under 200 ms; the fold runs behind it), the time until that fold lands, a second append."""
+    (tmp / "root").mkdir()
+    _store(tmp / "home", 1, 100_000)
+    out = child(tmp / "home", tmp / "root", "append", "conv00000")
+    return {"messages": 100_000, "leanreplay_append": out}
+
+
+GROWTH_CHILD = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from leanreplay.index import Workspace
+home, log, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+def timed(fn):
+    c, w = time.process_time(), time.perf_counter()
+    fn()
+    return {"s": round(time.perf_counter() - w, 4), "cpu_s": round(time.process_time() - c, 4)}
+ws = Workspace(home)
+out = {"messages": n}
+out["ingest"] = timed(lambda: ws.ingest(log))
+cid = ws.conversations()[0]
+ws.fold_state(cid)
+out["replay"] = timed(lambda: ws.replay(cid))
+out["append"] = timed(lambda: ws.append(cid, {"role": "user", "content": "one more"}))
+out["search_first"] = timed(lambda: ws.conversation_search("budget"))
+out["search_warm"] = timed(lambda: ws.conversation_search("word17 budget"))
+ws.close()
+with open("/proc/self/status") as status:
+    hwm = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+out["peak_rss_mib"] = round(hwm / 1024, 1)
+print(json.dumps(out))
+"""
+
+
+def growth(tmp: Path) -> dict[str, Any]:
+    """Ingest (with folds), replay, append and the first and a warm search at 1k, 10k, 100k
+    and 1M messages of one conversation (a JSONL log: user questions, tool calls with their
+    results, answers), each size in a fresh child process; per-message cost beside each."""
+    rng = random.Random(9)
+    out: dict[str, Any] = {}
+    for n in (1_000, 10_000, 100_000, 1_000_000):
+        log = tmp / f"log{n}.jsonl"
+        with log.open("w") as f:
+            for i in range(n):
+                kind = i % 4
+                if kind == 0:
+                    m = {
+                        "role": "user",
+                        "content": f"question {i} word{rng.randrange(5000)} budget",
+                    }
+                elif kind == 1:
+                    call = {
+                        "id": f"t{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"cmd": f"make {i}"})},
+                    }
+                    m = {"role": "assistant", "content": None, "tool_calls": [call]}
+                elif kind == 2:
+                    m = {
+                        "role": "tool",
+                        "tool_call_id": f"t{i - 1}",
+                        "content": f"built {i} " + "ok " * 60,
+                    }
+                else:
+                    m = {"role": "assistant", "content": f"answer {i}: the build passed"}
+                f.write(json.dumps(m) + "\n")
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                GROWTH_CHILD,
+                str(REPO),
+                str(tmp / f"home{n}"),
+                str(log),
+                str(n),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        log.unlink()
+        shutil.rmtree(tmp / f"home{n}", ignore_errors=True)
+        if proc.returncode != 0:
+            out[str(n)] = {"error": proc.stderr[-1500:]}
+            continue
+        row = json.loads(proc.stdout)
+        for step in ("ingest", "replay", "append", "search_first", "search_warm"):
+            row[step]["us_per_message"] = round(row[step]["s"] / n * 1e6, 3)
+        out[str(n)] = row
+        print(json.dumps({f"growth_{n}": row}), flush=True)
+    return out
+
+
 SCENARIOS = {
     "pdf300": pdf300,
     "pdf100k": pdf100k,
@@ -271,6 +410,8 @@ SCENARIOS = {
     "replay100k": replay100k,
     "search1m": search1m,
     "ingest": ingest,
+    "append100k": append100k,
+    "growth": growth,
 }
 
 
@@ -291,6 +432,13 @@ def main() -> None:
     if "search1m" in report:
         floors["search1m_first_under_15s"] = (
             report["search1m"]["leanreplay_conversation_search"].get("seconds", 1e9) < 15
+        )
+        floors["search1m_first_within_fts5_build"] = (
+            report["search1m"]["ratio_first_search_over_fts5_build"] <= 1.0
+        )
+    if "append100k" in report:
+        floors["append100k_under_200ms"] = (
+            report["append100k"]["leanreplay_append"].get("append_s", 1e9) < 0.2
         )
     if "ingest" in report and "with_folds" in report["ingest"]:
         floors["ingest_50mb_per_s_with_folds"] = (

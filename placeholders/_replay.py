@@ -63,6 +63,9 @@ DEFAULT_PREVIEW_CHARS = 200
 MAX_PREVIEW_CHARS = 2000
 PLACEHOLDER_MARKER = "[elided tool result]"
 INPUT_MARKER = "[elided tool input]"
+# In the text of an input that holds either placeholder (a replay of a replay), unless the
+# JSON spells it with \u escapes: the cheap test before an input is parsed and walked.
+_MARKED = "elided tool"
 INPUT_FIELD_MIN_CHARS = 256  # string fields of a stale input shorter than this stay
 # Prompt-cache prices relative to uncached input (Anthropic: read 0.1x, 5-minute write 1.25x).
 CACHE_READ = 0.1
@@ -384,8 +387,16 @@ def _cache_aware(
     starts: list[int] = []  # genuine user messages seen so far
     turns: list[int] = []  # assistant messages seen so far
     chosen: list[_Item] = []
-    pending: list[_Item] = []
-    waiting = items  # not yet stale, in message order
+    pending: list[_Item] = []  # stale, not yet applied; in message order
+    pending_savings = 0
+    # Items not yet stale are items[due:] (in message order, so the ones a boundary makes
+    # stale are always the next ones); running sums of their savings answer "how much is
+    # still unapplied before this point" without a pass over them at every point.
+    due = 0
+    indices = [item.index for item in items]
+    saved_before = [0]
+    for item in items:
+        saved_before.append(saved_before[-1] + item.savings)
     seen = 0
     for point in points:
         for j in range(seen, point):
@@ -395,27 +406,27 @@ def _cache_aware(
                 turns.append(j)
         seen = point
         cutoff = _boundary(starts, turns, point, policy)
-        still: list[_Item] = []
-        for item in waiting:
-            (pending if item.index < cutoff else still).append(item)
-        waiting = still
+        while due < len(items) and items[due].index < cutoff:
+            pending.append(items[due])
+            pending_savings += items[due].savings
+            due += 1
         if not pending:
             continue
-        savings = sum(item.savings for item in pending)
+        savings = pending_savings
         if savings < policy.min_savings:
             continue
-        first = min(item.index for item in pending)
+        first = pending[0].index
         # What the batch rewrites: the chars from its first changed message to the end,
         # with the elisions not yet due still at full size.
-        unapplied = sum(item.savings for item in waiting if item.index < point)
+        unapplied = saved_before[max(bisect_left(indices, point), due)] - saved_before[due]
         rewrite = (CACHE_WRITE - CACHE_READ) * (prefix[point] - prefix[first] + unapplied)
         # Requests still to come, guessed as many as the current exchange has made so far.
         exchange = starts[-1] if starts else 0
-        future = 1 + sum(1 for t in turns if t >= exchange)
+        future = 1 + len(turns) - bisect_left(turns, exchange)
         size = prefix[point] + unapplied + savings
         if future * CACHE_READ * savings >= rewrite or size > policy.pressure_chars:
             chosen += pending
-            pending = []
+            pending, pending_savings = [], 0
     return chosen
 
 
@@ -563,18 +574,23 @@ def _input_items(
         if name in policy.exclude_tools:
             continue
         if is_text:
+            size = len(value)
+            if size < policy.min_chars and _MARKED not in value and "\\u" not in value:
+                continue  # too short to elide, and it holds no placeholder (nor an escape)
             try:
                 parsed = load_input(value)
             except ValueError:
                 # Not JSON (the provider could not read an edited copy either), or nested too
                 # deeply to inspect: replayed as it is.
                 continue
-            size = len(value)
         else:
             if nested_deeper(value):
                 continue  # too deep to inspect: replayed as it is
             parsed = value
-            size = len(json.dumps(value, ensure_ascii=False, sort_keys=True))
+            dumped = json.dumps(value, ensure_ascii=False, sort_keys=True)
+            size = len(dumped)
+            if size < policy.min_chars and _MARKED not in dumped:
+                continue  # too short to elide, and it holds no placeholder
         mid = _message_id(message, block)
         call = read_call(conversation_id, mid, call_id, "input")
         new, elided, saved, prior = _elide_fields(parsed, name, policy, call)

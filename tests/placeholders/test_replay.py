@@ -532,3 +532,10 @@ def test_the_stats_measure_the_output(messages: list[dict[str, Any]]) -> None:
                 (original,) = [s for s in result_slots(source) if s.block == slot.block]
                 elided += original.chars()
     assert result.elided_chars == elided
+
+
+def test_both_placeholder_markers_hold_the_words_a_short_input_is_checked_for() -> None:
+    from leanreplay.placeholders import _replay
+
+    assert _replay._MARKED in _replay.PLACEHOLDER_MARKER
+    assert _replay._MARKED in _replay.INPUT_MARKER
