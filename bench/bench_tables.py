@@ -7,9 +7,9 @@
   to there, then 50 calls at other middle rows, p50 (floor: under 5 ms).
 - GROUP BY: `table_query` (DuckDB) against pandas `read_csv(usecols=...)` + `groupby` on the
   same file, each in a fresh process (imports not timed) with its peak RSS. The first query
-  scans the CSV in place (a pass, like pandas'); the second loads it into a DuckDB database
-  under the home; the floor (>= 10x faster, memory flat) is for the queries after that,
-  median of 3.
+  scans the CSV in place (a pass, like pandas') and then starts its columnar copy (a DuckDB
+  database under the home, built in the background); the floor (>= 10x faster, memory flat)
+  is for the queries once the copy is ready, median of 3.
 - xlsx: the first 50 rows of a 100k-row sheet by `table_read` (python-calamine) against
   openpyxl's read-only mode (floor: under 1 s).
 
@@ -132,13 +132,18 @@ def main() -> None:
 
     # GROUP BY: table_query vs pandas, each in a fresh process
     home = tempfile.mkdtemp(prefix="bench-tables-home-")
-    setup = "from index import Workspace\nimport duckdb"
+    setup = "from leanreplay.index import Workspace\nimport duckdb"
     query = (
         f"r = Workspace({home!r}, [{str(base)!r}]).table_query({str(csv_path)!r}, {GROUP_SQL!r})\n"
         "assert len(r['rows']) == 12"
     )
-    first_query = in_process(setup, query)  # scans the CSV in place
-    second_query = in_process(setup, query)  # loads it into the DuckDB cache under the home
+    first_query = in_process(setup, query)  # scans the CSV in place, then starts the copy
+    copy_started = time.perf_counter()
+    while not list(Path(home, "tables").glob("*.duckdb")):  # built in the background
+        if time.perf_counter() - copy_started > 600:
+            raise SystemExit("the columnar copy was not built within 600 s")
+        time.sleep(0.5)
+    copy_s = time.perf_counter() - copy_started
     warm_queries = [in_process(setup, query) for _ in range(3)]
     ours = {
         "s": statistics.median(r["s"] for r in warm_queries),
@@ -152,12 +157,11 @@ def main() -> None:
         "g = df.groupby('region')['amount'].agg(['count', 'sum'])\n"
         "assert len(g) == 12",
     )
-    baseline = in_process("import pandas, duckdb, index", "pass")
+    baseline = in_process("import pandas, duckdb, leanreplay.index", "pass")
     out["group_by"] = {
         "first_table_query_s": round(first_query["s"], 2),
         "first_table_query_peak_rss_mib": round(first_query["peak_rss_mib"]),
-        "second_table_query_loads_cache_s": round(second_query["s"], 2),
-        "second_table_query_peak_rss_mib": round(second_query["peak_rss_mib"]),
+        "columnar_copy_ready_after_s": round(copy_s, 2),
         "duckdb_cache_bytes": cache_bytes,
         "table_query_s": round(ours["s"], 2),
         "table_query_peak_rss_mib": round(ours["peak_rss_mib"]),

@@ -17,13 +17,25 @@ import io
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
 from .._limits import MAX_ANSWER_CHARS
+from ._duck import (
+    COPY_MIN_BYTES,
+    build_copy,
+    cache_key,
+    check_select,
+    clean_error,
+    connect,
+    copy_path,
+    fd_path,
+    literal,
+    sniffed_reader,
+)
 from ._kinds import CacheDirs, card_fact, text_view
 from ._lines import LineIndex
 from ._paths import OpenFile, fingerprint
@@ -47,10 +59,7 @@ MAX_TABLE_ROWS = 200  # rows per table_read call
 MAX_CELL_CHARS = 500  # a longer cell is cut with a marker
 MAX_QUERY_ROWS = 200  # result rows per table_query call
 MAX_QUERY_SECONDS = 60.0  # a query running longer is interrupted
-MAX_QUERY_MEMORY = "1GB"
 MAX_CSV_SCAN_BYTES = 8 * 1024 * 1024  # bytes read for one table_read of a CSV
-CACHE_MIN_BYTES = 32 * 1024 * 1024  # text tables this big are loaded into DuckDB once
-CACHE_VERSION = 1
 _WINDOW = 64 * 1024
 
 
@@ -251,7 +260,7 @@ def _calamine_sheet(table: TableFile, sheet: str | None) -> tuple[Any, str, list
     import python_calamine
 
     try:
-        with _fd_path(table.file) as source:
+        with fd_path(table.file) as source:
             workbook = python_calamine.CalamineWorkbook.from_path(source)
         names = list(workbook.sheet_names)
         if not names:
@@ -303,11 +312,11 @@ def read_sheet_rows(
 
 
 def read_parquet_rows(
-    table: TableFile, first: int, last: int, columns: Sequence[str] | None
+    table: TableFile, first: int, last: int, columns: Sequence[str] | None, scratch: str
 ) -> dict[str, Any]:
     """Rows ``first``..``last`` of a Parquet file (row 1 is the first record)."""
-    with _connection([table.file]) as (con, paths):
-        source = f"read_parquet({_literal(paths[0])})"
+    with connect([table.file], scratch) as (con, paths):
+        source = f"read_parquet({literal(paths[0])})"
         header: list[Any] = [
             d[0] for d in con.execute(f"select * from {source} limit 0").description
         ]
@@ -323,97 +332,6 @@ def read_parquet_rows(
     out = _result(table, table.file.path, header, grid, (first, last), int(total), more, columns)
     out["notes"].append("row 1 is the first record; the column names come from the schema")
     return out
-
-
-@contextlib.contextmanager
-def _fd_path(f: OpenFile) -> Iterator[str]:
-    """A path that names the already-confined open file, so no swapped link is followed."""
-    for base in ("/proc/self/fd", "/dev/fd"):
-        if os.path.isdir(base):
-            yield f"{base}/{f.fd}"
-            return
-    yield f.path
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-@contextlib.contextmanager
-def _connection(
-    files: Sequence[OpenFile | str], database: str = ":memory:"
-) -> Iterator[tuple[Any, list[str]]]:
-    """A DuckDB connection that may read only ``files`` (open files or our own cache paths)
-    and, read-only, ``database``."""
-    import duckdb
-
-    with contextlib.ExitStack() as stack:
-        paths = [stack.enter_context(_fd_path(f)) if isinstance(f, OpenFile) else f for f in files]
-        con = duckdb.connect(database, read_only=database != ":memory:", config=_CONFIG)
-        try:
-            con.execute("SET enable_progress_bar = false")  # it would print to stdout
-            con.execute("SET allowed_paths = ?", [paths])
-            con.execute("SET enable_external_access = false")
-            con.execute("SET lock_configuration = true")
-            yield con, paths
-        finally:
-            con.close()
-
-
-_CONFIG: dict[str, str | bool | int | float | list[str]] = {
-    "threads": 2,
-    "memory_limit": MAX_QUERY_MEMORY,
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-}
-
-
-def _materialized(
-    table: TableFile, source: OpenFile | str, reader: str, cache_dir: str
-) -> str | None:
-    """The table loaded into a DuckDB database under ``cache_dir`` at its second query, keyed
-    by the file's content fingerprint (None at the first): later queries scan DuckDB's
-    columnar storage, not the text."""
-    import duckdb
-
-    key = fingerprint(source) if isinstance(source, OpenFile) else os.path.basename(source)
-    target = os.path.join(cache_dir, f"{key[:32]}-v{CACHE_VERSION}.duckdb")
-    if os.path.exists(target):
-        return target
-    os.makedirs(cache_dir, exist_ok=True)
-    seen = target + ".seen"
-    if not os.path.exists(seen):
-        # The first query of a file scans it in place (about what one pass costs anyway);
-        # loading pays off only for a file that is queried again.
-        with open(seen, "wb"):
-            pass
-        return None
-    tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with (
-            _fd_path(source)
-            if isinstance(source, OpenFile)
-            else contextlib.nullcontext(source) as path
-        ):
-            con = duckdb.connect(tmp, config=_CONFIG)
-            try:
-                con.execute("SET enable_progress_bar = false")
-                # Our own statement over the one confined file; no model SQL runs here.
-                con.execute(f"CREATE TABLE t AS SELECT * FROM {reader.format(_literal(path))}")
-                con.execute("CHECKPOINT")
-            except duckdb.Error as exc:
-                raise WrongFileTypeError(
-                    f"{table.file.path!r} cannot be read as a {table.format} table: "
-                    f"{str(exc).splitlines()[0]}"
-                ) from None
-            finally:
-                con.close()
-        os.replace(tmp, target)
-    finally:
-        for leftover in (tmp, tmp + ".wal"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
-    return target
 
 
 def sheet_csv(table: TableFile, sheet: str | None, cache_dir: str) -> tuple[str, str]:
@@ -451,35 +369,41 @@ def query_table(
 ) -> dict[str, Any]:
     """Run one read-only SELECT over the table registered as ``t``.
 
-    Text tables (CSV, TSV, converted sheets) of `CACHE_MIN_BYTES` or more are loaded into a
-    DuckDB database under ``cache_dir`` when queried a second time; smaller ones, first
-    queries and Parquet read the file in place.
+    Text tables (CSV, TSV, converted sheets) of `COPY_MIN_BYTES` or more are queried on
+    their columnar copy once it is built (in the background, after the first query); until
+    then, and for smaller ones and Parquet, the file is read in place.
     """
     import duckdb
 
     source: OpenFile | str = table.file
     if table.format in ("xlsx", "ods"):
         source, sheet = sheet_csv(table, sheet, cache_dir)
-    if table.format == "parquet":
-        reader = "read_parquet({})"
-    else:
-        delim = _literal("," if isinstance(source, str) else table.delimiter)
-        reader = f"read_csv({{}}, delim = {delim}, header = true)"
+    text = table.format != "parquet"
+    scratch = os.path.join(cache_dir, "scratch")
+    key = cache_key(source) if text else ""
     size = source.size if isinstance(source, OpenFile) else os.path.getsize(source)
-    database = ":memory:"
-    if table.format != "parquet" and size >= CACHE_MIN_BYTES:
-        database = _materialized(table, source, reader, cache_dir) or ":memory:"
-    with _connection([] if database != ":memory:" else [source], database) as (con, paths):
+    big = text and size >= COPY_MIN_BYTES
+    copy = copy_path(key, cache_dir) if big else None
+    files = [] if copy is not None else [source]
+    with connect(files, scratch, copy or ":memory:") as (con, paths):
+        # What an error may name: the file as the caller gave it, never our descriptors,
+        # copies or scratch folders under the home.
+        hidden = {p: table.file.path for p in [*paths, *([copy] if copy else [])]}
+        hidden[cache_dir] = "(the leanreplay home's table cache)"
+        reader = "read_parquet({})"
         try:
-            if database == ":memory:":
-                con.execute(f"CREATE VIEW t AS SELECT * FROM {reader.format(_literal(paths[0]))}")
+            if text and copy is None:
+                delim = "," if isinstance(source, str) else table.delimiter
+                reader = sniffed_reader(con, paths[0], delim, cache_dir, key)
+            if copy is None:
+                con.execute(f"CREATE VIEW t AS SELECT * FROM {reader.format(literal(paths[0]))}")
             columns = [d[0] for d in con.execute("SELECT * FROM t LIMIT 0").description]
         except duckdb.Error as exc:
             raise WrongFileTypeError(
                 f"{table.file.path!r} cannot be read as a {table.format} table: "
-                f"{str(exc).splitlines()[0]}"
+                f"{clean_error(exc, hidden)}"
             ) from None
-        _check_select(con, sql, columns)
+        check_select(con, sql, columns)
         timer = threading.Timer(MAX_QUERY_SECONDS, con.interrupt)
         timer.start()
         try:
@@ -493,11 +417,14 @@ def query_table(
             ) from None
         except duckdb.Error as exc:
             raise InvalidArgumentError(
-                f"query failed: {str(exc).splitlines()[0]}; the table is t with "
+                f"query failed: {clean_error(exc, hidden)}; the table is t with "
                 f"columns {', '.join(json.dumps(c) for c in columns[:50])}"
             ) from None
         finally:
             timer.cancel()
+    if big and copy is None:
+        # After the answer is computed, so the copy never slows this query down.
+        build_copy(source, reader, key, cache_dir, scratch)
     rows: list[list[Any]] = []
     chars = 0
     notes: list[str] = []
@@ -528,28 +455,6 @@ def query_table(
     return out
 
 
-def _check_select(con: Any, sql: str, columns: list[str]) -> None:
-    import duckdb
-
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise InvalidArgumentError(
-            f"SQL does not parse: {str(exc).splitlines()[0]}; write one SELECT over the view t"
-        ) from None
-    if len(statements) != 1:
-        raise InvalidArgumentError(
-            f"table_query runs exactly one statement, got {len(statements)}; "
-            "write one SELECT over the view t"
-        )
-    kind = statements[0].type
-    if kind != duckdb.StatementType.SELECT:
-        raise InvalidArgumentError(
-            f"table_query is read-only: only SELECT is allowed, got {kind.name}; "
-            f"query the view t (columns {', '.join(json.dumps(c) for c in columns[:20])})"
-        )
-
-
 def table_file(f: OpenFile) -> TableFile:
     """``f`` as a table, in the format its card found; any other file is refused with the
     tools that read it."""
@@ -577,7 +482,7 @@ def read_table(
     if table.format == "parquet":
         if sheet is not None:
             raise InvalidArgumentError(f"{f.path!r} is Parquet: it has no sheets")
-        return read_parquet_rows(table, first, last, columns)
+        return read_parquet_rows(table, first, last, columns, os.path.join(dirs.tables, "scratch"))
     return read_sheet_rows(table, sheet, first, last, columns)
 
 

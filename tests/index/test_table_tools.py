@@ -7,6 +7,9 @@ import csv
 import io
 import json
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,14 +170,18 @@ def test_group_by_agrees_with_python(ws: Workspace, name: str) -> None:
 def test_a_query_cannot_read_other_files(ws: Workspace, tmp_path: Path) -> None:
     secret = tmp_path / "secret.csv"
     secret.write_text("password\nhunter2\n")
-    for sql in (
-        "SELECT * FROM read_csv('/etc/passwd')",
-        f"SELECT * FROM read_csv('{secret}')",
-        "SELECT * FROM read_text('/etc/hostname')",
-        "SELECT * FROM glob('/etc/*')",
+    for sql, what in (
+        ("SELECT * FROM read_csv('/etc/passwd')", "the table function read_csv()"),
+        (f"SELECT * FROM read_csv('{secret}')", "the table function read_csv()"),
+        ("SELECT * FROM read_text('/etc/hostname')", "the table function read_text()"),
+        ("SELECT * FROM glob('/etc/*')", "the table function glob()"),
+        (f"SELECT * FROM '{secret}'", f'the table "{secret}"'),
     ):
-        with pytest.raises(InvalidArgumentError, match="disabled by configuration"):
+        with pytest.raises(InvalidArgumentError) as refused:
             ws.table_query("table.csv", sql)
+        assert str(refused.value).startswith(
+            f"table_query reads only the view t: {what} is not allowed; query t (columns "
+        ), str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -224,24 +231,58 @@ def test_tools_run_through_the_one_definition(ws: Workspace) -> None:
     json.dumps(ws.table_read("sales.parquet"))  # JSON-ready
 
 
-def test_large_text_tables_are_loaded_into_duckdb_at_the_second_query(
+def test_large_text_tables_get_a_columnar_copy_in_the_background(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_tables, "CACHE_MIN_BYTES", 0)  # every text table counts as large
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)  # every text table counts as large
     name, _ = big_csv(ws, 300)
     sql = "SELECT count(*) AS n, max(id) AS top FROM t"
+    assert ws.table_query(name, sql)["rows"] == [[300, 299]]  # scans in place, starts the copy
+    tables = Path(ws.home) / "tables"
+    cached = wait_for_copy(tables)
     assert ws.table_query(name, sql)["rows"] == [[300, 299]]
-    assert not list((Path(ws.home) / "tables").glob("*.duckdb"))  # the first query scans
-    assert ws.table_query(name, sql)["rows"] == [[300, 299]]
-    (cached,) = (Path(ws.home) / "tables").glob("*.duckdb")
     stamp = cached.stat().st_mtime_ns
     assert ws.table_query(name, "SELECT name FROM t WHERE id = 7")["rows"] == [["name 7"]]
     assert cached.stat().st_mtime_ns == stamp  # reused
-    with pytest.raises(InvalidArgumentError, match="disabled by configuration"):
+    with pytest.raises(InvalidArgumentError, match="reads only the view t"):
         ws.table_query(name, "SELECT * FROM read_csv('/etc/passwd')")
     with pytest.raises(InvalidArgumentError, match="only SELECT"):
         ws.table_query(name, "DROP TABLE t")
-    big_csv(ws, 10)  # the file changes: a new cache, never the stale one
+    big_csv(ws, 10)  # the file changes: a new copy, never the stale one
     assert ws.table_query(name, sql)["rows"] == [[10, 9]]
+    assert ws.table_query(name, sql)["rows"] == [[10, 9]]
+    assert wait_for_copy(tables, 2) != cached
     assert ws.table_query(name, sql)["rows"] == [[10, 9]]
     assert ws.table_query("sales.xlsx", "SELECT count(*) FROM t")["rows"] == [[5]]
+
+
+def wait_for_copy(tables: Path, count: int = 1) -> Path:
+    """The newest columnar copy under ``tables`` once ``count`` exist (they are built by a
+    background process)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        copies = sorted(tables.glob("*.duckdb"), key=lambda p: p.stat().st_mtime_ns)
+        if len(copies) >= count and not list(tables.glob("*.building")):
+            return copies[-1]
+        time.sleep(0.05)
+    raise AssertionError(f"no columnar copy appeared in {tables}: {list(tables.iterdir())}")
+
+
+def test_a_copy_claimed_by_a_builder_that_died_is_built_again(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
+    name, _ = big_csv(ws, 50)
+    tables = Path(ws.home) / "tables"
+    ws.table_query(name, "SELECT count(*) FROM t")
+    copy = wait_for_copy(tables)
+    copy.unlink()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(f"{copy}.building").write_text(dead)  # a builder killed before it finished
+    assert ws.table_query(name, "SELECT count(*) FROM t")["rows"] == [[50]]
+    assert wait_for_copy(tables) == copy

@@ -1,0 +1,67 @@
+"""Build the columnar copy of one text table, as a background process at the lowest priority.
+
+``python _duckcopy.py source reader target claim scratch config stamp``: loads the table that
+``reader`` (a DuckDB table expression with ``{}`` for the path) reads from ``source`` into the
+DuckDB database ``target``, written beside it and renamed into place when complete, so a
+reader never sees half a copy, with the settings ``config`` (JSON: the query connections' own,
+its folders all in ``scratch``, which is removed at the end). The source is read under the
+same confinement as a query (that one file, external access off, configuration locked).
+``stamp`` is the file's size and times when the build was asked for; a file that changed
+meanwhile gets no copy. The claim file is removed at the end, whatever happened. Imports
+nothing from the package, only DuckDB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+
+
+def _stamp(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def build(source: str, reader: str, target: str, scratch: str, config: str, stamp: str) -> None:
+    import duckdb
+
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        con = duckdb.connect(tmp, config=json.loads(config))
+        try:
+            con.execute("SET enable_progress_bar = false")
+            con.execute("SET allowed_paths = ?", [[source]])
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+            quoted = "'" + source.replace("'", "''") + "'"
+            con.execute(f"CREATE TABLE t AS SELECT * FROM {reader.format(quoted)}")
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        if stamp and _stamp(source) != stamp:
+            return  # the file changed while it was copied: no copy
+        os.replace(tmp, target)
+    finally:
+        for leftover in (tmp, tmp + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> None:
+    source, reader, target, claim, scratch, config, stamp = sys.argv[1:8]
+    os.nice(19)  # queries come first; the copy uses what they leave
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the finally blocks
+    try:
+        build(source, reader, target, scratch, config, stamp)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(claim)
+
+
+if __name__ == "__main__":
+    main()
