@@ -60,7 +60,7 @@ CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 OPF = "{http://www.idpf.org/2007/opf}"
 _SLIDE = re.compile(r"^ppt/slides/slide\d+\.xml$")
 _HEADING = re.compile(r"^(?:heading|titre|berschrift)\s*[1-9]$|^title$", re.IGNORECASE)
-_HTML_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_END = frozenset(b" \t\r\n\f/>")
 
 
 def doc_kind(name: str, mime: str) -> str | None:
@@ -222,11 +222,25 @@ def _epub(z: zipfile.ZipFile, budget: Budget, facts: dict[str, Any]) -> None:
     facts["chapters"] = chapters
 
 
+def _html_title(head: bytes) -> bytes | None:
+    """The text of the first ``<title>`` element, by searches that each move forward: a
+    regex with a lazy group retried from every ``<title`` took seconds on 63 KB of them."""
+    lower = head.lower()
+    start = lower.find(b"<title")
+    while start >= 0 and start + 6 < len(lower) and lower[start + 6] not in _TAG_END:
+        start = lower.find(b"<title", start + 6)  # <titles>, <titlebar>: not the element
+    if start < 0:
+        return None
+    opened = lower.find(b">", start)
+    end = lower.find(b"</title", opened) if opened >= 0 else -1
+    return head[opened + 1 : end] if end >= 0 else None
+
+
 def _text_title(fd: int, size: int, fmt: str) -> dict[str, Any]:
     head = os.pread(fd, min(size, HEAD_BYTES), 0)
     if fmt == "html":
-        match = _HTML_TITLE.search(head)
-        title = _short(html.unescape(match.group(1).decode("utf-8", "replace"))) if match else None
+        raw = _html_title(head)
+        title = _short(html.unescape(raw.decode("utf-8", "replace"))) if raw is not None else None
     else:
         title = None
         for line in head.decode("utf-8", "replace").splitlines():

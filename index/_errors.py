@@ -26,6 +26,7 @@ face can say them in its own words (the CLI adds its flags).
 from __future__ import annotations
 
 import errno
+import stat
 from typing import Any
 
 __all__ = [
@@ -164,3 +165,20 @@ def home_error(what: str, exc: OSError) -> StoreError:
             f"cannot use {what}: a file stands where the home needs a folder; move it away"
         )
     return StoreError(f"cannot write {what}: {exc.strerror or exc}")
+
+
+def not_a_file(shown: str, mode: int, rule: str) -> NotAFileError:
+    """The refusal of what is not a regular file (a FIFO blocks its reader, a device such as
+    /dev/zero never ends): ``shown`` is the path as the caller gave it, ``rule`` who reads
+    what ("the file tools read regular files")."""
+    if stat.S_ISDIR(mode):
+        kind = "a directory"
+    elif stat.S_ISFIFO(mode):
+        kind = "a FIFO"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    else:
+        kind = "not a regular file"
+    return NotAFileError(f"{shown} is {kind}; {rule}")

@@ -14,6 +14,8 @@ from leanreplay import cards
 from leanreplay.index import Workspace
 from leanreplay.placeholders import is_placeholder, parse_read_call, result_slots
 
+from ._render import echo
+
 __all__ = ["run_demo", "sample_dir"]
 
 
@@ -29,16 +31,16 @@ def sample_dir() -> Path:
 def run_demo() -> None:
     """The pipeline on the bundled sample files, in a temporary home: what it saved."""
     samples = sample_dir()
-    click.echo(f"== 1. cards of {samples} (content never injected) ==")
+    echo(f"== 1. cards of {samples} (content never injected) ==")
     total = card_chars = 0
     for path in sorted(samples.iterdir()):
         if path.name == "manifest.json":
             continue
         line = cards.card_for(path).render()
-        click.echo(line)
+        echo(line)
         total += path.stat().st_size
         card_chars += len(line)
-    click.echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards\n")
+    echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards\n")
 
     with (
         tempfile.TemporaryDirectory(prefix="leanreplay-demo-") as home,
@@ -46,10 +48,10 @@ def run_demo() -> None:
     ):
         (cid,) = ws.ingest(samples / "conversation.jsonl")
         count = ws.info(cid).messages
-        click.echo(f"== 2. ingest conversation.jsonl -> conversation {cid!r} ({count} messages) ==")
+        echo(f"== 2. ingest conversation.jsonl -> conversation {cid!r} ({count} messages) ==")
         result = ws.replay(cid)
         stats = result.stats()
-        click.echo(
+        echo(
             f"replay: {stats['chars_in']:,} chars in, {stats['chars_out']:,} out, "
             f"{stats['placeholders']} placeholder(s), {stats['elided_chars']:,} chars elided"
         )
@@ -64,37 +66,37 @@ def run_demo() -> None:
         )
         if placeholder is None:
             raise click.ClickException("the demo conversation produced no placeholder")
-        click.echo(f"the model sees instead: {placeholder}\n")
+        echo(f"the model sees instead: {placeholder}\n")
         arguments = parse_read_call(placeholder)
         if arguments is None:
             raise click.ClickException(f"the placeholder names no call: {placeholder}")
         call_text = placeholder[placeholder.index("conversation_read(") :]
-        click.echo(f"== 3. the model calls {call_text} ==")
+        echo(f"== 3. the model calls {call_text} ==")
         read = ws.call("conversation_read", arguments)
         original = next(m for m in ws.messages(cid) if m["id"] == arguments["message_id"])
         (slot,) = result_slots(original)
         same = read["content"] == slot.content and read["next"] is None
         size = slot.chars()
-        click.echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
+        echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
 
-        click.echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")
+        echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")
         (attached,) = ws.ingest(samples / "conversation_with_pdf.jsonl")
         lean = ws.replay(attached)
         card_text = lean.messages[1]["content"][1]["text"]
         stats = lean.stats()
-        click.echo(
+        echo(
             f"replay: {stats['chars_in']:,} chars in (base64 replaced by the card), "
             f"{stats['chars_out']:,} out, {stats['placeholders']} placeholder(s)"
         )
-        click.echo(f"the model sees: {card_text}")
+        echo(f"the model sees: {card_text}")
         found = re.search(r'path=("(?:[^"\\]|\\.)*")', card_text)
         if found is None:
             raise click.ClickException(f"the attachment card names no path: {card_text}")
         saved = json.loads(found.group(1))
         hit = ws.pdf_search(saved, "marker00007")["hits"][0]
-        click.echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
+        echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
 
-        click.echo("== 5. a long conversation folds as it grows (offline summarizer) ==")
+        echo("== 5. a long conversation folds as it grows (offline summarizer) ==")
         peak = grown = 0
         for i in range(60):
             for message in _synthetic_turn(i):
@@ -102,7 +104,7 @@ def run_demo() -> None:
                 grown += len(json.dumps(message))
             peak = max(peak, ws.replay("long").chars_out)
         state = ws.fold_state("long") or {}
-        click.echo(
+        echo(
             f"{len(ws.messages('long'))} messages stored ({grown:,} chars of JSON); "
             f"{state.get('generation', 0)} folds; the largest replay was {peak:,} chars; "
             f"the summary runs through {state.get('summarized_through_message_id')}; "

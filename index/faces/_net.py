@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 if TYPE_CHECKING:  # the web stack is the mcp extra; the CLI imports this module without it
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -25,6 +25,7 @@ __all__ = [
     "bind",
     "is_loopback",
     "json_refusal",
+    "own_path",
 ]
 
 MIN_TOKEN_CHARS = 32  # a bearer token is the only lock on the HTTP face: no short ones
@@ -152,6 +153,13 @@ class HostOriginMiddleware:
         await self.app(scope, receive, send)
 
 
+def own_path(path: str) -> str:
+    """``path`` as a path of this server: one leading slash, percent-encoded, so that a
+    redirect to it never leaves the server (``//evil.example/`` and ``/\\evil.example/`` are
+    protocol-relative addresses of another host to a browser)."""
+    return quote("/" + path.lstrip("/\\"), safe="/-._~!$&'()*+,;=:@")
+
+
 class TokenGate:
     """Answer only requests that carry the token: an ``Authorization: Bearer`` header, or,
     with ``cookie`` (a browser face), the token given once in the URL (``?token=``), traded
@@ -187,7 +195,7 @@ class TokenGate:
             given = dict(query).get("token")
             if given is not None and hmac.compare_digest(given.encode(), self.token):
                 rest = urlencode([(k, v) for k, v in query if k != "token"])
-                location = scope["path"] + ("?" + rest if rest else "")
+                location = own_path(scope["path"]) + ("?" + rest if rest else "")
                 cookie = f"{self.cookie}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/"
                 await send(
                     {

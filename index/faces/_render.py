@@ -20,9 +20,11 @@ __all__ = [
     "CLI_TERMS",
     "cli_message",
     "cli_words",
+    "echo",
     "ingest_line",
     "progress_bar",
     "render_message",
+    "terminal_safe",
 ]
 
 # How the command line says the library names an error's fix refers to (`WorkspaceError.names`):
@@ -33,6 +35,31 @@ CLI_TERMS = {
     "home": "--home or LEANREPLAY_HOME",
     "roots": "--root DIR",
 }
+
+
+def terminal_safe(text: str, *, block: bool = False) -> str:
+    """``text`` with every character a terminal acts on or a reader cannot see (controls,
+    escapes, bidi overrides, lone surrogates) written as ``\\uXXXX``, as the cards write
+    them, so that no file name or message can forge a line or restyle the terminal. Tabs
+    (the CLI's column separator) stay; a ``block`` (a transcript, indented JSON) also keeps
+    its newlines."""
+    if text.isprintable():
+        return text
+    keep = "\n\t" if block else "\t"
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch in keep:
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return "".join(out)
+
+
+def echo(text: str, *, err: bool = False, block: bool = False) -> None:
+    """Print one line (or, with ``block``, lines) of the CLI's output: every line the
+    command prints goes through here, made `terminal_safe`."""
+    click.echo(terminal_safe(text, block=block), err=err)
 
 
 def cli_words(exc: BaseException | None) -> str:

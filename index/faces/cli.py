@@ -38,7 +38,14 @@ from leanreplay.placeholders import (
 from ._address import expose, parse_address
 from ._demo import run_demo
 from ._net import HttpPolicy
-from ._render import cli_message, ingest_line, progress_bar, render_message
+from ._render import (
+    cli_message,
+    echo,
+    ingest_line,
+    progress_bar,
+    render_message,
+    terminal_safe,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,7 +71,7 @@ def json_option(fn: F) -> F:
 
 
 def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    echo(json.dumps(value, ensure_ascii=False, indent=2), block=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,13 +122,15 @@ def library_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (WorkspaceError, PlaceholderError, cards.CardError) as exc:
             if kwargs.get("as_json"):
-                click.echo(error_json(cli_message(exc), type(exc).__name__))
+                echo(error_json(cli_message(exc), type(exc).__name__))
                 sys.exit(1)
-            raise click.ClickException(cli_message(exc)) from None
+            raise click.ClickException(terminal_safe(cli_message(exc))) from None
         except click.ClickException as exc:
             if kwargs.get("as_json"):
-                click.echo(error_json(exc.format_message(), type(exc).__name__))
+                echo(error_json(exc.format_message(), type(exc).__name__))
                 sys.exit(exc.exit_code)
+            # click prints it as "Error: ..." (its type says final; it is a plain attribute)
+            setattr(exc, "message", terminal_safe(exc.message))  # noqa: B010
             raise
 
     return cast(F, wrapper)
@@ -140,7 +149,7 @@ def workspace(ctx: click.Context, *, cwd_is_root: bool = True) -> Workspace:
     roots = settings.roots or ((os.getcwd(),) if cwd_is_root else ())
     ws = Workspace(settings.home, roots, conversations=settings.conversations or None)
     for notice in ws.notices:
-        click.echo(f"warning: {notice}", err=True)
+        echo(f"warning: {notice}", err=True)
     return ws
 
 
@@ -168,9 +177,9 @@ def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) 
                 results.append(listing)
             else:
                 for line in listing["files"]:
-                    click.echo(line)
+                    echo(line)
                 if listing["next"]:
-                    click.echo(f"more: {listing['next']}", err=True)
+                    echo(f"more: {listing['next']}", err=True)
             continue
         try:
             c = cards.card_for(path)
@@ -179,12 +188,12 @@ def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) 
             if as_json:
                 results.append({"path": path, "error": str(exc), "type": type(exc).__name__})
             else:
-                click.echo(f"Error: {exc}", err=True)
+                echo(f"Error: {exc}", err=True)
             continue
         if as_json:
             results.append(c.to_dict())
         else:
-            click.echo(c.render())
+            echo(c.render())
     if as_json:
         emit_json(results)
     if failed:
@@ -241,8 +250,8 @@ def ingest(
         emit_json(report.to_dict())
     else:
         for file in report.files:
-            click.echo(ingest_line(file, sizes))
-        click.echo(f"-- {report.summary()}")
+            echo(ingest_line(file, sizes))
+        echo(f"-- {report.summary()}")
     if not report.ok:
         sys.exit(1)
 
@@ -263,9 +272,9 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
     if not infos:
         settings = ctx.find_object(Settings)
         home = settings.home if settings else "the home"
-        click.echo(f"no conversations stored in {home}; import one with `leanreplay ingest FILE`")
+        echo(f"no conversations stored in {home}; import one with `leanreplay ingest FILE`")
     for info in infos:
-        click.echo(f"{info.id}\t{info.messages} messages\t{info.format or ''}")
+        echo(f"{info.id}\t{info.messages} messages\t{info.format or ''}")
 
 
 @cli.command(name="replay")
@@ -357,7 +366,7 @@ def replay_command(
             # On stderr: stdout stays the replay (and valid JSON with --json).
             for cid in ids:
                 count = ws.info(cid).messages
-                click.echo(
+                echo(
                     f"not stored ({count} messages): --no-store"
                     if no_store
                     else f"stored conversation {cid!r} ({count} messages) in {ws.home}; "
@@ -374,12 +383,12 @@ def replay_command(
             )
         return
     for cid, result in results.items():
-        click.echo(f"== {cid} ==")
+        echo(f"== {cid} ==")
         for message in result.messages:
-            click.echo(render_message(message))
+            echo(render_message(message), block=True)
         stats = result.stats()
         saved = 1 - stats["chars_out"] / stats["chars_in"] if stats["chars_in"] else 0.0
-        click.echo(
+        echo(
             f"-- {stats['messages']} messages, {stats['chars_in']:,} chars in, "
             f"{stats['chars_out']:,} out ({saved:.1%} smaller), "
             f"{stats['placeholders']} placeholders"
@@ -403,10 +412,10 @@ def search(
         emit_json(result)
         return
     if not result["hits"]:
-        click.echo(f"no messages match {query!r}")
+        echo(f"no messages match {query!r}")
     for hit in result["hits"]:
-        click.echo(f"{hit['conversation_id']} {hit['message_id']} ({hit['role']}) {hit['snippet']}")
-        click.echo(f"    {hit['read']}")
+        echo(f"{hit['conversation_id']} {hit['message_id']} ({hit['role']}) {hit['snippet']}")
+        echo(f"    {hit['read']}")
 
 
 class ToolsHelp(click.Command):
@@ -550,24 +559,24 @@ def serve(
                 "using the port? pick another one"
             ) from None
         if exposure.generated:
-            click.echo(
+            echo(
                 "bearer token (printed once; clients send Authorization: Bearer ...): "
                 f"{exposure.token}",
                 err=True,
             )
         if exposure.warning:
-            click.echo(exposure.warning, err=True)
+            echo(exposure.warning, err=True)
     ws = workspace(ctx, cwd_is_root=False)
     settings = ctx.find_object(Settings)
     client_roots = not (settings and settings.roots) and specs is None
     if client_roots:
-        click.echo(
+        echo(
             "leanreplay: no --root given: the file tools serve no files until the client "
             "provides roots (MCP roots/list); pass --root DIR to serve a folder",
             err=True,
         )
     elif not (settings and settings.roots):
-        click.echo(
+        echo(
             "leanreplay: no --root given: the gateway's file tools serve no files; pass "
             "--root DIR to serve a folder",
             err=True,
@@ -579,7 +588,7 @@ def serve(
             server.serve_stdio(ws, client_roots=client_roots)
         return
     policy = server.HttpPolicy.for_bind(host, port, allowed_hosts, allowed_origins)
-    click.echo(f"serving MCP at http://{http_address}/mcp", err=True)
+    echo(f"serving MCP at http://{http_address}/mcp", err=True)
     bearer = exposure.token
     if specs is not None:
         sock.close()  # the gateway binds its own; the check above already proved the port free
@@ -630,7 +639,7 @@ def view(
         host, token, no_auth=no_auth, allow_remote=allow_remote, grants="reads your history"
     )
     if exposure.warning:
-        click.echo(exposure.warning, err=True)
+        echo(exposure.warning, err=True)
     with workspace(ctx) as ws:
         try:
             web.serve(
@@ -640,7 +649,7 @@ def view(
                 exposure.token,
                 allow_remote=allow_remote,
                 # stdout: the one line a script or a terminal needs (it carries the token)
-                announce=lambda url: click.echo(f"leanreplay view at {url}"),
+                announce=lambda url: echo(f"leanreplay view at {url}"),
             )
         except OSError as exc:
             raise click.ClickException(
@@ -724,12 +733,12 @@ def proxy(
         token_on_loopback=False,  # on loopback the proxy is the client's own, like the API key
     )
     if exposure.generated:
-        click.echo(
+        echo(
             f"proxy token (printed once; clients send x-leanreplay-token: ...): {exposure.token}",
             err=True,
         )
     if exposure.warning:
-        click.echo(exposure.warning, err=True)
+        echo(exposure.warning, err=True)
     config = face.ProxyConfig(
         upstream,
         token=exposure.token,
@@ -742,7 +751,7 @@ def proxy(
                 config,
                 host,
                 port,
-                announce=lambda url: click.echo(f"leanreplay proxy on {url} -> {upstream}"),
+                announce=lambda url: echo(f"leanreplay proxy on {url} -> {upstream}"),
                 allowed_hosts=allowed_hosts,
             )
         except OSError as exc:
@@ -777,9 +786,9 @@ def fold(ctx: click.Context, conversation_id: str, as_json: bool) -> None:
         emit_json(result.to_dict())
         return
     if not result.folded:
-        click.echo(f"not folded: {result.reason}")
+        echo(f"not folded: {result.reason}")
         return
-    click.echo(
+    echo(
         f"folded {result.messages_folded} messages through {result.summarized_through_message_id} "
         f"into a {len(result.summary or ''):,}-char summary (fold #{result.generation})"
     )

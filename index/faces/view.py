@@ -132,11 +132,28 @@ class ViewSecurity:
         await self.inner(scope, receive, secured)
 
 
-def _int(value: str | None, default: int, low: int = 0) -> int:
-    try:
-        return max(low, int(value)) if value is not None else default
-    except ValueError:
+MAX_PARAM = 2**53  # no position, page or offset the pages take is larger
+
+
+class BadParameter(Exception):
+    """A query parameter the page cannot take; answered with a 400 page that says which."""
+
+
+def _int(params: Mapping[str, str], name: str, default: int, low: int = 0) -> int:
+    """The integer parameter ``name``: ``default`` when absent or empty, else between ``low``
+    and `MAX_PARAM`, or `BadParameter`."""
+    value = params.get(name)
+    if value is None or value == "":
         return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= MAX_PARAM:
+        raise BadParameter(
+            f"{name} must be a whole number from {low} to {MAX_PARAM:,}, got {value[:40]!r}"
+        )
+    return number
 
 
 def _iso(value: object) -> str:
@@ -169,7 +186,7 @@ class View:
         query = (params.get("q") or "").strip()
         sort = str(params.get("sort")) if params.get("sort") in SORTS else "last"
         ascending = params.get("dir") == "asc"
-        number = _int(params.get("page"), 1, low=1)
+        number = _int(params, "page", 1, low=1)
         body = [
             '<form class="search" method="get" action="/">'
             f'<input type="search" name="q" value="{esc(query)}" '
@@ -342,7 +359,7 @@ class View:
     def _history(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
         at = params.get("at")
         target_seq = self.ws.message_position(cid, at) if at else None
-        before = _int(params.get("before"), stat.last_seq + 1, low=1)
+        before = min(_int(params, "before", stat.last_seq + 1, low=1), stat.last_seq + 1)
         if target_seq is not None:
             before = min(stat.last_seq + 1, target_seq + PAGE_MESSAGES // 2)
         page_items = self.ws.message_page(cid, before=before, limit=PAGE_MESSAGES)
@@ -408,7 +425,7 @@ class View:
 
     def _replay(self, cid: str, params: Any, stat: Any, fold: Any) -> str:
         provider = params.get("provider")
-        turn = _int(params.get("turn"), 0, low=0) or None
+        turn = _int(params, "turn", 0, low=0) or None
         age = "assistant_turn" if params.get("age") == "assistant_turn" else None
         policy = ReplayPolicy(age_unit="assistant_turn") if age else None
         state = {"id": cid, "tab": "replay", "provider": provider, "turn": turn, "age": age}
@@ -435,7 +452,7 @@ class View:
             result = self.ws.replay(cid, policy)
         messages = result.messages
         n = len(messages)
-        end = _int(params.get("end"), n, low=1)
+        end = _int(params, "end", n, low=1)
         end = min(end, n)
         start = max(0, end - PAGE_MESSAGES)
         stats = result.stats()
@@ -740,6 +757,10 @@ def build_app(workspace: Workspace, *, token: str | None, port: int, policy: Htt
         def endpoint(request: Request) -> Response:
             try:
                 return HTMLResponse(render(request))
+            except BadParameter as exc:
+                return HTMLResponse(
+                    page("bad request", f"<h1>Bad request</h1><p>{esc(exc)}</p>"), status_code=400
+                )
             except (WorkspaceError, placeholders.PlaceholderError, cards.CardError) as exc:
                 return HTMLResponse(
                     page("not found", f"<h1>Not found</h1><p>{esc(exc)}</p>"), status_code=404
@@ -763,8 +784,10 @@ def build_app(workspace: Workspace, *, token: str | None, port: int, policy: Htt
                 params.get("conversation_id") or "",
                 params.get("message_id") or "",
                 params.get("tool_call_id") or None,
-                offset=_int(params.get("offset"), 0),
+                offset=_int(params, "offset", 0),
             )
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
         except WorkspaceError as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         return JSONResponse(result)

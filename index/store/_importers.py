@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,13 @@ from leanreplay.placeholders import (
     role_of,
 )
 
-from .._errors import ImportFormatError, InvalidArgumentError, NotALogError
+from .._errors import (
+    ImportFormatError,
+    InvalidArgumentError,
+    NotALogError,
+    NotFoundError,
+    not_a_file,
+)
 
 __all__ = [
     "LOG_FORMATS",
@@ -46,6 +53,7 @@ LOG_FORMATS = (
     "tau-bench",
 )
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024  # whole-file JSON formats are loaded into memory
+_READ_CHUNK = 16 * 1024 * 1024
 
 _CLAUDE_MESSAGE_TYPES = ("user", "assistant")
 
@@ -59,6 +67,35 @@ class LoadedConversation:
     messages: list[dict[str, Any]]
     format: str
     notes: list[str] = field(default_factory=list)
+
+
+def _read_log(path: str) -> bytes:
+    """The bytes of the regular file at ``path``, at most `MAX_IMPORT_BYTES`. It is opened
+    without blocking and checked before a byte is read: a FIFO would block the import for
+    ever, and a device (a link to /dev/zero) never ends."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise NotFoundError(f"{path} cannot be opened: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise not_a_file(path, mode, "ingest reads regular files (log files)")
+        chunks = []
+        read = 0
+        while read <= MAX_IMPORT_BYTES:  # the size can grow while it is read (a live log)
+            chunk = os.read(fd, min(_READ_CHUNK, MAX_IMPORT_BYTES + 1 - read))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            read += len(chunk)
+        if read > MAX_IMPORT_BYTES:
+            raise ImportFormatError(
+                f"{path} is over the import limit of {MAX_IMPORT_BYTES} bytes; split it"
+            )
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def check_log_format(format: object) -> str:
@@ -85,14 +122,8 @@ def load_log(
     """
     check_log_format(format)
     path = os.fspath(path)
-    size = os.path.getsize(path)
-    if size > MAX_IMPORT_BYTES:
-        raise ImportFormatError(
-            f"{path} is {size} bytes, over the import limit of {MAX_IMPORT_BYTES}; split it"
-        )
+    raw = _read_log(path)
     stem = file_stem(path)
-    with open(path, "rb") as f:
-        raw = f.read()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -26,6 +26,7 @@ from .._errors import (
     OutsideRootsError,
     WorkspaceError,
     home_error,
+    not_a_file,
 )
 
 __all__ = [
@@ -155,18 +156,6 @@ def resolve_roots(roots: Sequence[str]) -> tuple[str, ...]:
     return tuple(resolved)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def _inside(root: str, path: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
 
@@ -264,9 +253,7 @@ def _open_confined(path: object, roots: Sequence[str]) -> OpenFile:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotAFileError(
-                f"{path!r} is {_kind(st.st_mode)}; the file tools read regular files"
-            )
+            raise not_a_file(repr(path), st.st_mode, "the file tools read regular files")
     except BaseException as exc:
         os.close(fd)
         if isinstance(exc, OSError):

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from leanreplay.index import InvalidArgumentError, NotFoundError, OutsideRootsError, StoreError
+from leanreplay.index._errors import not_a_file
 from leanreplay.index.tools._paths import (
     MAX_PATH_CHARS,
     Roots,
-    _kind,
     fingerprint,
     no_roots_error,
     open_confined,
@@ -114,12 +114,17 @@ def test_errors_met_while_reading_name_the_file_or_the_home(
 
 
 def test_kind_names_each_file_type() -> None:
-    assert _kind(stat.S_IFDIR | 0o755) == "a directory"
-    assert _kind(stat.S_IFIFO | 0o644) == "a FIFO"
-    assert _kind(stat.S_IFSOCK | 0o644) == "a socket"
-    assert _kind(stat.S_IFCHR | 0o644) == "a device"
-    assert _kind(stat.S_IFBLK | 0o644) == "a device"
-    assert _kind(stat.S_IFLNK | 0o777) == "not a regular file"
+    def kind(mode: int) -> str:
+        return str(not_a_file("'x'", mode, "the file tools read regular files"))
+
+    assert kind(stat.S_IFDIR | 0o755) == "'x' is a directory; the file tools read regular files"
+    assert kind(stat.S_IFIFO | 0o644) == "'x' is a FIFO; the file tools read regular files"
+    assert kind(stat.S_IFSOCK | 0o644) == "'x' is a socket; the file tools read regular files"
+    assert kind(stat.S_IFCHR | 0o644) == "'x' is a device; the file tools read regular files"
+    assert kind(stat.S_IFBLK | 0o644) == "'x' is a device; the file tools read regular files"
+    assert kind(stat.S_IFLNK | 0o777) == (
+        "'x' is not a regular file; the file tools read regular files"
+    )
 
 
 def test_a_path_of_max_path_chars_is_looked_for_and_one_more_is_refused(tmp_path: Path) -> None:

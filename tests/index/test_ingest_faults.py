@@ -13,11 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from leanreplay.index import Workspace
 from tests.conftest import REPO
 
 _INGEST = """
 import os, sys, time
+import pytest
+
 from leanreplay.index import Workspace
 home, log, go = sys.argv[1:4]
 if len(sys.argv) > 4:
@@ -154,3 +158,28 @@ def test_a_nul_byte_in_an_attachment_title_is_stored_with_its_card(tmp_path: Pat
         assert len(saved) == 1
         assert saved[0].read_bytes() == png
         assert ws.messages("scan")[0]["content"][1]["title"] == "scan.p\x00ng"  # byte-exact
+
+
+@pytest.mark.timeout(60)  # a FIFO blocked the import for ever; /dev/zero read until 3 GB
+def test_a_folder_with_fifos_and_device_links_imports_its_logs_and_refuses_the_rest(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    _log_without_ids(folder / "good.jsonl", 4)
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    (folder / "random.json").symlink_to("/dev/urandom")
+    with Workspace(tmp_path / "home") as ws:
+        report = ws.ingest(str(folder), errors="report")
+    outcome = {Path(f.path).name: (f.status, f.reason) for f in report.files}
+    assert outcome["good.jsonl"] == ("imported", None)
+    assert outcome["pipe.jsonl"][0] == "refused"
+    assert outcome["pipe.jsonl"][1] == (
+        f"{folder / 'pipe.jsonl'} is a FIFO; ingest reads regular files (log files)"
+    )
+    for name in ("zero.jsonl", "random.json"):
+        assert outcome[name][0] == "refused"
+        assert outcome[name][1] == (
+            f"{folder / name} is a device; ingest reads regular files (log files)"
+        )
