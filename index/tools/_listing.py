@@ -32,11 +32,12 @@ import re2
 from leanreplay.cards import CardError, card_for_descriptor, quote
 
 from .._errors import InvalidArgumentError, WorkspaceError
-from ._paths import admitted, open_confined, open_confined_dir
+from ._paths import Roots, admitted, open_confined, open_confined_dir
 
 __all__ = [
     "MAX_IGNORE_BYTES",
     "MAX_IGNORE_RULES",
+    "MAX_IGNORE_WILDCARDS",
     "MAX_LIST_DEPTH",
     "MAX_PATTERN_WILDCARDS",
     "MAX_SCANNED",
@@ -49,10 +50,15 @@ MAX_SCANNED = 200_000  # paths looked at per listing
 MAX_LIST_DEPTH = 128  # folder levels below the listed folder; deeper ones are not walked
 MAX_PATTERN_WILDCARDS = 32  # *, ? and [...] in one glob
 MAX_IGNORE_BYTES = 1024 * 1024  # of one .gitignore (or info/exclude) file read
-MAX_IGNORE_RULES = 10_000  # ignore rules applied per listing, over all the files read
+# Ignore rules applied per listing, over all the files read, and their wildcards: compiling
+# them costs about a millisecond a rule, and RE2 gives up on sets far larger.
+MAX_IGNORE_RULES = 2_000
+MAX_IGNORE_WILDCARDS = 2_000
 MAX_RULE_CHARS = 1000  # an ignore rule longer than this is not applied
+RULES_PER_SET = 500
 MAX_RULE_WILDCARDS = 16  # nor one with more wildcards than this
 _SKIP_DIRS = {".git", ".hg", ".svn"}
+_EVERYTHING = frozenset({"**", "**/*"})  # patterns every file path matches
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _IGNORE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -129,6 +135,7 @@ class _Ignore:
     prefix: str  # the listed folder, relative to the work tree's top ("" or "a/b/")
     layers: list[tuple[str, pathspec.GitIgnoreSpec]] = field(default_factory=list)
     rules: int = 0
+    wildcards: int = 0
     skipped: int = 0  # rules over the bounds, not applied
 
     def add(self, base: str, text: str) -> None:
@@ -136,23 +143,28 @@ class _Ignore:
         for line in text.splitlines():
             if not line.strip() or line.startswith("#"):
                 continue
+            count = _wildcards(line)
             if (
                 self.rules >= MAX_IGNORE_RULES
+                or self.wildcards + count > MAX_IGNORE_WILDCARDS
                 or len(line) > MAX_RULE_CHARS
-                or _wildcards(line) > MAX_RULE_WILDCARDS
+                or count > MAX_RULE_WILDCARDS
             ):
                 self.skipped += 1
                 continue
             lines.append(line)
             self.rules += 1
-        if not lines:
-            return
-        try:
-            spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
-        except (re2.error, ValueError, TypeError):  # RE2 out of memory, or a rule pathspec refuses
-            self.skipped += len(lines)
-            return
-        self.layers.append((base, spec))
+            self.wildcards += count
+        # One RE2 set per RULES_PER_SET rules (a set of thousands fails to compile); later
+        # rules win over earlier ones, as later layers over earlier ones.
+        for start in range(0, len(lines), RULES_PER_SET):
+            chunk = lines[start : start + RULES_PER_SET]
+            try:
+                spec = pathspec.GitIgnoreSpec.from_lines(chunk, backend="re2")
+            except (re2.error, ValueError, TypeError):  # RE2 out of memory, a rule refused
+                self.skipped += len(chunk)
+                continue
+            self.layers.append((base, spec))
 
     def ignored(self, rel: str, folder: bool) -> bool:
         """Whether ``rel`` (relative to the listed folder) is ignored."""
@@ -284,11 +296,14 @@ def matching_files(
 ) -> tuple[str, list[str], list[str], bool]:
     """(resolved folder, sorted relative paths under it matching ``pattern``, notes,
     complete) for the folder ``path`` inside ``roots``."""
-    regex = glob_regex(pattern)
-    check = getattr(roots, "check", None)
+    regex = None if pattern in _EVERYTHING else glob_regex(pattern)
     state = _Walk()
     found = []
     with open_confined_dir(path, roots) as (fd, folder):
+        # Only paths in or under the home's folders need the roots' own check, per file.
+        watched = roots.watched(folder) if isinstance(roots, Roots) else ()
+        every = any(folder == w or folder.startswith(w + os.sep) for w in watched)
+        under = tuple(w + os.sep for w in watched)
         ignore = _work_tree_rules(folder)
         walk = _walk(fd, ignore, state)
         with contextlib.closing(walk):
@@ -296,15 +311,15 @@ def matching_files(
                 if scanned > MAX_SCANNED:
                     state.complete = False
                     break
-                if not regex.fullmatch(_matchable(rel)):
+                if regex is not None and not regex.fullmatch(_matchable(rel)):
                     continue
-                full = os.path.join(folder, rel)
+                full = folder + os.sep + rel
                 if link:
                     if not admitted(full, roots):
                         continue  # a link out of the roots, or into the home
-                elif check is not None:
+                elif isinstance(roots, Roots) and (every or full.startswith(under)):
                     try:
-                        check(full, rel)
+                        roots.check(full, rel)
                     except WorkspaceError:
                         continue  # inside the workspace's home
                 found.append(rel)
@@ -314,13 +329,14 @@ def matching_files(
         notes.append("a git work tree: files .gitignore ignores are left out")
         if ignore.skipped:
             notes.append(
-                f"{ignore.skipped:,} ignore rules were not applied (over {MAX_IGNORE_RULES:,} "
-                f"rules, {MAX_RULE_CHARS:,} chars or {MAX_RULE_WILDCARDS} wildcards)"
+                f"{ignore.skipped:,} ignore rules were not applied (past {MAX_IGNORE_RULES:,} "
+                f"rules or {MAX_IGNORE_WILDCARDS:,} wildcards in all, or over "
+                f"{MAX_RULE_CHARS:,} chars or {MAX_RULE_WILDCARDS} wildcards in one)"
             )
     if state.too_deep:
         notes.append(
-            f"{state.too_deep:,} folders nested deeper than {MAX_LIST_DEPTH} levels were not "
-            "listed; list a deeper folder itself"
+            f"{state.too_deep:,} folder{'s' if state.too_deep != 1 else ''} nested deeper than "
+            f"{MAX_LIST_DEPTH} levels not listed; list a deeper folder itself"
         )
     if not state.complete:
         notes.append(f"looked at the first {MAX_SCANNED:,} paths only; narrow the pattern")

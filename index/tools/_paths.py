@@ -102,6 +102,12 @@ class Roots(tuple[str, ...]):
         self.gates = tuple((gates or {}).items())
         return self
 
+    def watched(self, folder: str) -> tuple[str, ...]:
+        """The folders `check` looks at (private and gated ones) that lie inside ``folder``
+        or hold it: a path under ``folder`` outside all of them needs no `check`."""
+        kept = [*self.private, *(g for g, _ in self.gates)]
+        return tuple(w for w in kept if _inside(folder, w) or _inside(w, folder))
+
     def check(self, real: str, shown: str) -> None:
         for folder, gate in self.gates:
             if _inside(folder, real):

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from leanreplay.index import InvalidArgumentError, OutsideRootsError, Workspace
 from leanreplay.index.tools._listing import (
+    MAX_IGNORE_RULES,
+    MAX_IGNORE_WILDCARDS,
     MAX_LIST_DEPTH,
     MAX_PATTERN_WILDCARDS,
     MAX_RULE_WILDCARDS,
@@ -432,3 +434,31 @@ def test_names_with_newlines_and_undecodable_bytes_are_listed(tmp_path: Path) ->
     with Workspace(tmp_path / "home", [root]) as ws:
         result = ws.file_list(pattern="**/*.txt")
     assert len(result["files"]) == 2, result
+
+
+def test_ignore_rules_past_the_budget_are_not_applied_and_counted(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    rules = [f"ignored{i}.txt" for i in range(MAX_IGNORE_RULES + 5)]
+    (root / ".gitignore").write_text("\n".join(rules) + "\n")
+    for name in ("ignored0.txt", f"ignored{MAX_IGNORE_RULES - 1}.txt", "kept.txt"):
+        (root / name).write_text("x")
+    (root / f"ignored{MAX_IGNORE_RULES + 4}.txt").write_text("x")
+    with Workspace(tmp_path / "home", [root]) as ws:
+        result = ws.file_list()
+    # The first rules apply (across RE2 sets of a few hundred); the ones past the budget don't.
+    assert names(result) == [".gitignore", f"ignored{MAX_IGNORE_RULES + 4}.txt", "kept.txt"]
+    assert any(n.startswith("5 ignore rules were not applied") for n in result["notes"])
+
+
+def test_ignore_wildcards_past_the_budget_are_not_applied(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    rule = "*a" * (MAX_RULE_WILDCARDS - 1) + "*"  # at one rule's bound
+    count = MAX_IGNORE_WILDCARDS // MAX_RULE_WILDCARDS
+    (root / ".gitignore").write_text(f"{rule}\n" * (count + 2))
+    (root / "kept.txt").write_text("x")
+    with Workspace(tmp_path / "home", [root]) as ws:
+        result = ws.file_list()
+    assert names(result) == [".gitignore", "kept.txt"]
+    assert any(n.startswith("2 ignore rules were not applied") for n in result["notes"])
