@@ -37,7 +37,7 @@ from ._paths import Roots, admitted, open_confined, open_confined_dir
 __all__ = [
     "MAX_IGNORE_BYTES",
     "MAX_IGNORE_RULES",
-    "MAX_IGNORE_WILDCARDS",
+    "MAX_IGNORE_WORK",
     "MAX_LIST_DEPTH",
     "MAX_PATTERN_WILDCARDS",
     "MAX_SCANNED",
@@ -50,12 +50,16 @@ MAX_SCANNED = 200_000  # paths looked at per listing
 MAX_LIST_DEPTH = 128  # folder levels below the listed folder; deeper ones are not walked
 MAX_PATTERN_WILDCARDS = 32  # *, ? and [...] in one glob
 MAX_IGNORE_BYTES = 1024 * 1024  # of one .gitignore (or info/exclude) file read
-# Ignore rules applied per listing, over all the files read, and their wildcards: compiling
-# them costs about a millisecond a rule, and RE2 gives up on sets far larger.
+# Ignore rules applied per listing, over all the files read: compiling them costs about a
+# millisecond a rule.
 MAX_IGNORE_RULES = 2_000
-MAX_IGNORE_WILDCARDS = 2_000
+# What matching the ignore rules may cost in one listing, in units of about a microsecond
+# (per check of one RE2 set: 2, plus 1 per 25 rules, plus 1 per costly wildcard): the walk
+# stops there, so a .gitignore built to be slow bounds the listing, not the other way round.
+MAX_IGNORE_WORK = 10_000_000
 MAX_RULE_CHARS = 1000  # an ignore rule longer than this is not applied
 RULES_PER_SET = 500
+COSTLY_PER_SET = 32  # costly wildcards in one RE2 set (matching slows with their square)
 MAX_RULE_WILDCARDS = 16  # nor one with more wildcards than this
 _SKIP_DIRS = {".git", ".hg", ".svn"}
 _EVERYTHING = frozenset({"**", "**/*"})  # patterns every file path matches
@@ -127,51 +131,72 @@ def _matchable(rel: str) -> str:
     return rel
 
 
+def _costly(rule: str) -> int:
+    """Wildcards of an ignore rule that make RE2's set slow to match: all but a leading ``*``
+    (``*.log``) or a trailing one (``build*``), measured cheap at any count."""
+    body = rule.rstrip("/")
+    count = _wildcards(body)
+    if body.startswith("*") and not body.startswith("**"):
+        count -= 1
+    if body.endswith("*") and len(body) > 1 and not body.endswith("**"):
+        count -= 1
+    return max(count, 0)
+
+
 @dataclass
 class _Ignore:
     """The ignore rules of a work tree, as layers (folder relative to the work tree's top,
-    its rules), shallowest first; deeper layers override shallower ones, as in git."""
+    its rules, what one check of them costs), shallowest first; deeper layers override
+    shallower ones, as in git. ``work`` adds up the cost of every check made, in the units of
+    `MAX_IGNORE_WORK`."""
 
     prefix: str  # the listed folder, relative to the work tree's top ("" or "a/b/")
-    layers: list[tuple[str, pathspec.GitIgnoreSpec]] = field(default_factory=list)
+    layers: list[tuple[str, pathspec.GitIgnoreSpec, int]] = field(default_factory=list)
     rules: int = 0
-    wildcards: int = 0
     skipped: int = 0  # rules over the bounds, not applied
+    work: int = 0
 
     def add(self, base: str, text: str) -> None:
-        lines = []
+        sets: list[list[str]] = [[]]
+        costly = 0
         for line in text.splitlines():
             if not line.strip() or line.startswith("#"):
                 continue
-            count = _wildcards(line)
             if (
                 self.rules >= MAX_IGNORE_RULES
-                or self.wildcards + count > MAX_IGNORE_WILDCARDS
                 or len(line) > MAX_RULE_CHARS
-                or count > MAX_RULE_WILDCARDS
+                or _wildcards(line) > MAX_RULE_WILDCARDS
             ):
                 self.skipped += 1
                 continue
-            lines.append(line)
             self.rules += 1
-            self.wildcards += count
-        # One RE2 set per RULES_PER_SET rules (a set of thousands fails to compile); later
-        # rules win over earlier ones, as later layers over earlier ones.
-        for start in range(0, len(lines), RULES_PER_SET):
-            chunk = lines[start : start + RULES_PER_SET]
-            try:
-                spec = pathspec.GitIgnoreSpec.from_lines(chunk, backend="re2")
-            except (re2.error, ValueError, TypeError):  # RE2 out of memory, a rule refused
-                self.skipped += len(chunk)
+            # RE2 sets of a bounded size: one of thousands of rules fails to compile, and one
+            # of many costly wildcards is slow to match (each set is matched on its own).
+            cost = _costly(line)
+            if len(sets[-1]) >= RULES_PER_SET or costly + cost > COSTLY_PER_SET:
+                sets.append([])
+                costly = 0
+            sets[-1].append(line)
+            costly += cost
+        # Later rules win over earlier ones, as later layers over earlier ones.
+        for rules in sets:
+            if not rules:
                 continue
-            self.layers.append((base, spec))
+            try:
+                spec = pathspec.GitIgnoreSpec.from_lines(rules, backend="re2")
+            except (re2.error, ValueError, TypeError):  # RE2 out of memory, a rule refused
+                self.skipped += len(rules)
+                continue
+            cost = 2 + len(rules) // 25 + sum(_costly(r) for r in rules)
+            self.layers.append((base, spec, cost))
 
     def ignored(self, rel: str, folder: bool) -> bool:
         """Whether ``rel`` (relative to the listed folder) is ignored."""
         path = _matchable(self.prefix + rel) + ("/" if folder else "")
-        for base, spec in reversed(self.layers):
+        for base, spec, cost in reversed(self.layers):
             if base and not path.startswith(base):
                 continue
+            self.work += cost
             verdict = spec.check_file(path[len(base) :]).include
             if verdict is not None:
                 return verdict
@@ -221,6 +246,7 @@ def _work_tree_rules(folder: str) -> _Ignore | None:
 class _Walk:
     complete: bool = True
     too_deep: int = 0  # folders not walked: deeper than MAX_LIST_DEPTH
+    costly: bool = False  # stopped at MAX_IGNORE_WORK
 
 
 def _entries(fd: int) -> tuple[list[tuple[str, bool]], list[str]]:
@@ -262,11 +288,19 @@ def _walk(
             frames.append((fd, rel, dirs))
             for name, link in sorted(files):
                 path = rel + name
-                if ignore is None or not ignore.ignored(path, False):
+                if ignore is None:
+                    yield path, link
+                elif ignore.work > MAX_IGNORE_WORK:
+                    state.costly = True
+                    return
+                elif not ignore.ignored(path, False):
                     yield path, link
 
         yield from enter(os.dup(top), "")
-        while frames:
+        while frames and not state.costly:
+            if ignore is not None and ignore.work > MAX_IGNORE_WORK:
+                state.costly = True
+                break
             fd, rel, dirs = frames[-1]
             if not dirs:
                 os.close(fd)
@@ -330,8 +364,13 @@ def matching_files(
         if ignore.skipped:
             notes.append(
                 f"{ignore.skipped:,} ignore rules were not applied (past {MAX_IGNORE_RULES:,} "
-                f"rules or {MAX_IGNORE_WILDCARDS:,} wildcards in all, or over "
-                f"{MAX_RULE_CHARS:,} chars or {MAX_RULE_WILDCARDS} wildcards in one)"
+                f"rules in all, or over {MAX_RULE_CHARS:,} chars or {MAX_RULE_WILDCARDS} "
+                "wildcards in one)"
+            )
+        if state.costly:
+            notes.append(
+                "the .gitignore rules cost too much to match past the paths looked at; list a "
+                "narrower folder"
             )
     if state.too_deep:
         notes.append(
@@ -340,7 +379,7 @@ def matching_files(
         )
     if not state.complete:
         notes.append(f"looked at the first {MAX_SCANNED:,} paths only; narrow the pattern")
-    return folder, found, notes, state.complete
+    return folder, found, notes, state.complete and not state.costly
 
 
 def list_folder(

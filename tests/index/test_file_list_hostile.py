@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leanreplay.index import InvalidArgumentError, OutsideRootsError, Workspace
+from leanreplay.index.tools import _listing
 from leanreplay.index.tools._listing import (
     MAX_IGNORE_RULES,
-    MAX_IGNORE_WILDCARDS,
     MAX_LIST_DEPTH,
     MAX_PATTERN_WILDCARDS,
     MAX_RULE_WILDCARDS,
@@ -451,14 +451,18 @@ def test_ignore_rules_past_the_budget_are_not_applied_and_counted(tmp_path: Path
     assert any(n.startswith("5 ignore rules were not applied") for n in result["notes"])
 
 
-def test_ignore_wildcards_past_the_budget_are_not_applied(tmp_path: Path) -> None:
+def test_ignore_rules_built_to_be_slow_stop_the_walk_at_the_work_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_listing, "MAX_IGNORE_WORK", 50_000)
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
-    rule = "*a" * (MAX_RULE_WILDCARDS - 1) + "*"  # at one rule's bound
-    count = MAX_IGNORE_WILDCARDS // MAX_RULE_WILDCARDS
-    (root / ".gitignore").write_text(f"{rule}\n" * (count + 2))
-    (root / "kept.txt").write_text("x")
+    (root / ".gitignore").write_text("".join(f"x{i}?y*z\n" for i in range(1000)))
+    for i in range(300):
+        (root / f"f{i:03d}.txt").write_text("x")
     with Workspace(tmp_path / "home", [root]) as ws:
-        result = ws.file_list()
-    assert names(result) == [".gitignore", "kept.txt"]
-    assert any(n.startswith("2 ignore rules were not applied") for n in result["notes"])
+        result = ws.file_list(limit=1000)
+    assert 0 < len(result["files"]) < 300  # the walk stopped part way, and says so
+    assert result["total_files"] is None
+    assert any("cost too much to match" in n for n in result["notes"]), result["notes"]
+    assert not any("looked at the first" in n for n in result["notes"])
