@@ -32,8 +32,12 @@ class Proxy:
     home: Path
     upstream: FakeUpstream
     clients: list[Any] = field(default_factory=list)
+    app: Any = None
 
     def workspace(self) -> Workspace:
+        """The proxy's store, once its deferred writes are done (they finish while the
+        upstream answers, which the fake upstream does at once)."""
+        assert self.app.settle(), "the proxy's writes did not finish"
         return Workspace(self.home)
 
     def anthropic(self) -> anthropic.Anthropic:
@@ -51,9 +55,9 @@ class Proxy:
 
 def start_proxy(home: Path, upstream: FakeUpstream, **config: object) -> tuple[Proxy, object]:
     ws = Workspace(home)
-    url, stop = serve(proxy_app(ws, ProxyConfig(upstream.url, **config)))  # type: ignore[arg-type]
-
-    running = Proxy(url, home, upstream)
+    app = proxy_app(ws, ProxyConfig(upstream.url, **config))  # type: ignore[arg-type]
+    url, stop = serve(app)
+    running = Proxy(url, home, upstream, app=app)
 
     def close() -> None:
         for client in running.clients:

@@ -15,7 +15,6 @@ import anthropic
 import httpx2
 import pytest
 
-from leanreplay.index import Workspace
 from leanreplay.index.faces.proxy import FAMILY_HEADER
 from leanreplay.placeholders import PLACEHOLDER_MARKER, ReplayPolicy, check_pairing
 from tests.conftest import SAMPLES
@@ -181,7 +180,7 @@ def test_stale_results_are_placeholders_and_their_breakpoints_stay_on_them(
     # The placeholder names the call that brings the original back, byte for byte.
     call = re.search(r"conversation_read\((.*)\)", first["content"])
     assert call is not None
-    ws = Workspace(eager.home)
+    ws = eager.workspace()
     (cid,) = ws.conversations()
     assert ws.conversation_read(cid, "m3")["content"] == BIG
 
@@ -227,7 +226,7 @@ def test_one_conversation_across_requests_and_a_rewrite_becomes_its_own(proxy: P
     post(proxy, body(turn1))
     turn2 = [*turn1, {"role": "assistant", "content": "sure"}, {"role": "user", "content": "2nd"}]
     post(proxy, body(turn2))
-    ws = Workspace(proxy.home)
+    ws = proxy.workspace()
     (cid,) = ws.conversations()
     assert [m["content"] for m in ws.messages(cid)] == ["first question", "sure", "2nd"]
     assert ws.info(cid).source == "proxy"
@@ -256,7 +255,7 @@ def test_the_client_names_its_conversation(proxy: Proxy) -> None:
     post(proxy, body([{"role": "user", "content": "hi"}], metadata={"user_id": user_id}))
     legacy = "user_abc_account_def_session_9f8e7d6c-aaaa-bbbb-cccc-0123456789ab"
     post(proxy, body([{"role": "user", "content": "hi"}], metadata={"user_id": legacy}))
-    ids = Workspace(proxy.home).conversations()
+    ids = proxy.workspace().conversations()
     assert ids == [
         "claude-code-0c2e-s1",
         "claude-code-9f8e7d6c-aaaa-bbbb-cccc-0123456789ab",
@@ -328,7 +327,7 @@ def test_count_tokens_and_other_paths_are_forwarded_unchanged(proxy: Proxy) -> N
     assert proxy.upstream.requests[-1].body == text.encode()
     listed = httpx2.get(f"{proxy.url}/v1/models?limit=2", headers={"x-api-key": KEY})
     assert listed.json() == {"path": "/v1/models", "ok": True}
-    assert not Workspace(proxy.home).conversations()
+    assert not proxy.workspace().conversations()
 
 
 def test_a_tool_the_client_declares_under_our_name_stays_the_clients(proxy: Proxy) -> None:

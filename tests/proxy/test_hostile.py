@@ -16,7 +16,6 @@ import httpx2
 import openai
 import pytest
 
-from leanreplay.index import Workspace
 from leanreplay.index.faces.proxy import TOKEN_HEADER
 from tests.proxy.conftest import Proxy, start_proxy
 from tests.proxy.test_anthropic import body, history, post
@@ -274,8 +273,8 @@ def test_a_context_overflow_is_compacted_and_retried_exactly_once(proxy: Proxy) 
     assert response.status_code == 400
     assert "prompt is too long" in response.json()["error"]["message"]
     assert len(proxy.upstream.requests) == 4
-    (cid,) = Workspace(proxy.home).conversations()
-    assert Workspace(proxy.home).messages(cid)[2]["content"][0]["content"] == "word " * 8000
+    (cid,) = proxy.workspace().conversations()
+    assert proxy.workspace().messages(cid)[2]["content"][0]["content"] == "word " * 8000
 
 
 def test_off_loopback_every_request_needs_the_proxys_token(

@@ -12,7 +12,6 @@ from typing import Any
 import openai
 import pytest
 
-from leanreplay.index import Workspace
 from leanreplay.placeholders import PLACEHOLDER_MARKER, check_pairing
 from tests.proxy.conftest import Proxy, assert_paired, start_proxy
 from tests.proxy.test_anthropic import BIG, EAGER
@@ -138,7 +137,7 @@ def test_chat_round_hidden_from_the_client(eager: Proxy, stream: bool) -> None:
     assert third[-4]["tool_calls"][0]["function"]["name"] == "conversation_read"
     assert third[-2]["tool_calls"][0]["function"]["name"] == "bash"
     assert check_pairing(third) == []
-    assert len(Workspace(eager.home).conversations()) == 1
+    assert len(eager.workspace().conversations()) == 1
 
 
 def test_responses_sync_async_and_stream(eager: Proxy) -> None:
@@ -209,7 +208,7 @@ def test_responses_round_hidden_from_the_client(eager: Proxy, stream: bool) -> N
         "message",
         None,
     ]
-    assert len(Workspace(eager.home).conversations()) == 1
+    assert len(eager.workspace().conversations()) == 1
 
 
 def test_history_kept_upstream_is_forwarded_as_it_is(proxy: Proxy) -> None:
@@ -223,4 +222,4 @@ def test_history_kept_upstream_is_forwarded_as_it_is(proxy: Proxy) -> None:
         "input": "go on",
         "previous_response_id": "resp_1",
     }
-    assert Workspace(proxy.home).conversations() == []
+    assert proxy.workspace().conversations() == []

@@ -11,7 +11,6 @@ from typing import Any
 import httpx2
 import pytest
 
-from leanreplay.index import Workspace
 from leanreplay.index.faces.proxy import PROXY_KEY
 from leanreplay.placeholders import check_pairing, is_placeholder, parse_read_call
 from tests.conftest import SAMPLES
@@ -76,7 +75,7 @@ def test_the_model_reads_an_elided_original_in_a_round_the_client_never_sees(
     assert result_of(second[-1])["content"] == BIG
     assert check_pairing(second) == []
     # Stored in place: the next request replays the round where it happened.
-    ws = Workspace(eager.home)
+    ws = eager.workspace()
     (cid,) = ws.conversations()
     stored = ws.messages(cid)
     assert [m[PROXY_KEY]["part"] for m in stored[-3:]] == ["round", "results", "round"]

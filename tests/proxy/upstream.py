@@ -201,7 +201,8 @@ class _Thread:
         self.app = app
 
     def start(self) -> str:
-        self.sock = socket.socket()
+        # IPPROTO_TCP: asyncio sets TCP_NODELAY only then (else 40 ms per kept-alive answer).
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         port = self.sock.getsockname()[1]

@@ -13,7 +13,9 @@ import dataclasses
 import hmac
 import json
 import re
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,7 @@ from ._chat import Chat
 from ._conversation import (
     FAMILY_HEADER,
     PROXY_KEY,
+    Known,
     Lean,
     Match,
     build,
@@ -141,6 +144,7 @@ class _Prepared:
     lean: Lean
     tools: list[dict[str, Any]]
     hidden: frozenset[str]
+    chain: list[str]
 
 
 def proxy_app(
@@ -156,6 +160,28 @@ class _Proxy:
         self.config = config
         self.base = config.upstream.rstrip("/")
         self._client: httpx2.AsyncClient | None = None
+        self.known = Known()
+        self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="leanreplay-store")
+        self._writes = 0  # deferred writes not done yet
+        self._writes_lock = threading.Condition()
+
+    def write_later(self, write: Callable[[], None]) -> Future[None]:
+        """Run a deferred write of the store in the writer's threads."""
+        with self._writes_lock:
+            self._writes += 1
+        future = self.writer.submit(write)
+        future.add_done_callback(self._written)
+        return future
+
+    def _written(self, _: Future[None]) -> None:
+        with self._writes_lock:
+            self._writes -= 1
+            self._writes_lock.notify_all()
+
+    def settle(self, timeout: float = 30.0) -> bool:
+        """Wait until every deferred write is done (what a test or a shutdown needs)."""
+        with self._writes_lock:
+            return self._writes_lock.wait_for(lambda: self._writes == 0, timeout)
 
     @property
     def client(self) -> httpx2.AsyncClient:
@@ -190,6 +216,7 @@ class _Proxy:
             elif message["type"] == "lifespan.shutdown":
                 if self._client is not None:
                     await self._client.aclose()
+                self.writer.shutdown(wait=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -326,11 +353,13 @@ class _Proxy:
         chain = digests(request)
         base = family(api, request, header, chain)
         check_id("conversation id", base)
-        match = conversation_of(self.ws, request, base, chain, format=api.provider)
+        match = conversation_of(
+            self.ws, request, base, chain, format=api.provider, known=self.known, defer=True
+        )
         names = our_tools(self.ws, match.conversation_id, api.declared_tools(request))
         tools = schemas(names)
         lean = build(self.ws, api, request, match, tools, self.config.policy)
-        return _Prepared(match, lean, tools, frozenset(names))
+        return _Prepared(match, lean, tools, frozenset(names), list(chain))
 
 
 def _api_for(path: str) -> Api:
@@ -374,6 +403,15 @@ class _Session:
         self.rounds = 0  # upstream calls made
         self.retried = False
         self.group_id: str | None = None
+        # The request's new messages are stored while the upstream answers (a deferred
+        # write; see `conversation_of`); only the proxy's own rounds wait for it, since they
+        # are stored after them. Nothing else needs to: a next request that comes before the
+        # write is done finds the conversation shorter and stores the same messages itself
+        # (each append is conditional on the length it read, so one of the two does).
+        pending = prepared.match.pending
+        self.writing: Future[None] | None = (
+            proxy.write_later(pending) if pending is not None else None
+        )
 
     def _upstream(self, *, stream: bool) -> httpx2.Request:
         return self.proxy.client.build_request(
@@ -462,19 +500,34 @@ class _Session:
             return LIMIT_NOTE.format(rounds=self.proxy.config.max_rounds)
         return None
 
+    async def _written(self) -> None:
+        """Wait for the deferred write of the request's new messages, if any. A write that
+        failed (another request of the conversation stored first, a full disk) changes
+        nothing: the next request carries those messages again."""
+        writing, self.writing = self.writing, None
+        if writing is not None:
+            with contextlib.suppress(WorkspaceError):
+                await anyio.to_thread.run_sync(writing.result)
+
     async def _store(self, round: Round, note: str | None) -> None:
+        await self._written()
         if not self.group:
             return
         shown = self.parts + ([self.api.note_part(note)] if note else [])
         self.group[-1][PROXY_KEY]["view"] = self.api.view_messages(shown, round)
         group = self.group
-        after = len(self.prepared.match.stored)
+        match = self.prepared.match
+        after = len(match.stored)
 
         def store() -> None:
-            with contextlib.suppress(WorkspaceError):
+            try:
+                ids = self.proxy.ws.extend(self.cid, group, after=after)
+            except WorkspaceError:
                 # Another request of this conversation stored first: its next request will
                 # find the client's own copy of this answer instead (a fork, if it differs).
-                self.proxy.ws.extend(self.cid, group, after=after)
+                return
+            kept = [{**m, "id": i} for m, i in zip(group, ids, strict=True)]
+            self.proxy.known.keep(self.cid, [*match.stored, *kept], self.prepared.chain)
 
         await anyio.to_thread.run_sync(store)
 
@@ -629,7 +682,9 @@ def serve(
     import uvicorn
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+    # and without it every answer on a kept-alive connection waits 40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(256)

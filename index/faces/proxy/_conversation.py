@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,18 +39,21 @@ from leanreplay.placeholders import (
     ReplayPolicy,
     ReplayResult,
     check_pairing,
+    content_chars,
     folded_prefix,
     replay,
 )
 
 from ..._errors import ConversationChangedError, ConversationNotFoundError
 from ..._workspace import TOOL_NAMES, Workspace
+from ...store._attachments import inline_blocks
 from ._api import Api, ClientRequest
 from ._jsontext import dumps, replace_spans, splice, without_key
 
 __all__ = [
     "FAMILY_HEADER",
     "PROXY_KEY",
+    "Known",
     "Lean",
     "Match",
     "build",
@@ -64,6 +69,7 @@ FORK = "~"
 DIGEST_CHARS = 16
 MAX_CANDIDATES = 4  # conversations read to find the one a request extends, at most
 MAX_ATTEMPTS = 5  # re-reads when another request of the same conversation stored first
+KNOWN_CONVERSATIONS = 64  # conversations a process keeps parsed between requests
 BOOKKEEPING = frozenset({"id", PROXY_KEY, "block_ids", "meta", "stub", "api_message_id"})
 _READERS = re.compile(r"\| read with: ([a-z_]+(?:, [a-z_]+)*)(?: \| warnings: .*)?$")
 # Fields a client may drop or leave null when it sends back an answer it was given.
@@ -170,6 +176,43 @@ def same(client: Any, ours: Any, *, loose: bool) -> bool:
 # --- matching ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Known:
+    count: int
+    last_id: str | None
+    stored: list[dict[str, Any]]
+    chain: list[str]  # the digests of the request that last matched it
+
+
+class Known:
+    """Stored conversations this process read lately, each with the digests of the request
+    that matched it: a cache, never trusted without the store's own count and last id, so
+    another worker's append makes it read the store again."""
+
+    def __init__(self, limit: int = KNOWN_CONVERSATIONS) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[str, _Known] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, ws: Workspace, cid: str) -> tuple[list[dict[str, Any]], list[str]]:
+        """The stored messages of ``cid`` and the digests known to match them."""
+        (stats,) = ws.conversation_stats(cid)
+        with self._lock:
+            entry = self._entries.get(cid)
+        if entry is not None and (entry.count, entry.last_id) == (stats.messages, stats.last_id):
+            return entry.stored, entry.chain
+        return ws.messages(cid), []
+
+    def keep(self, cid: str, stored: list[dict[str, Any]], chain: Sequence[str]) -> None:
+        last = stored[-1].get("id") if stored else None
+        entry = _Known(len(stored), last if isinstance(last, str) else None, stored, list(chain))
+        with self._lock:
+            self._entries[cid] = entry
+            self._entries.move_to_end(cid)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+
+
 @dataclass
 class Match:
     """The conversation a request continues."""
@@ -179,18 +222,28 @@ class Match:
     owners: dict[str, int]  # stored message id -> index of the request message it is
     added: int  # messages this request stored
     created: bool  # the conversation is new
+    assigned: frozenset[str] = frozenset()  # ids of new messages the store will assign
+    pending: Callable[[], None] | None = None  # the write still to do, when deferred
 
 
 def _common(
-    request: ClientRequest, stored: Sequence[Mapping[str, Any]]
+    request: ClientRequest,
+    stored: Sequence[Mapping[str, Any]],
+    chain: Sequence[str] = (),
+    seen: Sequence[str] = (),
 ) -> tuple[int, bool, dict[str, int]]:
     """How many of the request's messages the stored view holds, whether the request
-    extends all of it, and the stored id of each request message it holds."""
+    extends all of it, and the stored id of each request message it holds. ``seen`` is the
+    digest chain of an earlier request already found to match: where this request's chain
+    agrees with it, its messages are the same bytes and are not compared again."""
     shown = views(stored)
     owners: dict[str, int] = {}
+    agreed = len(seen)
+    if not (agreed and agreed <= len(chain) and chain[agreed - 1] == seen[agreed - 1]):
+        agreed = 0
     n = 0
     for (view, index), message in zip(shown, request.messages, strict=False):
-        if not same(message, view, loose=index is None):
+        if n >= agreed and not same(message, view, loose=index is None):
             return n, False, owners
         if index is not None:
             mid = stored[index].get("id")
@@ -221,8 +274,15 @@ def conversation_of(
     chain: Sequence[str],
     *,
     format: str | None = None,
+    known: Known | None = None,
+    defer: bool = False,
 ) -> Match:
     """Find (or start) the conversation the request continues and store what is new in it.
+
+    With ``defer``, a continued conversation's new messages may be left to store later:
+    ``Match.pending`` then does the write (the proxy runs it while the upstream answers).
+    It is never deferred when the new messages carry inline attachments (their cards belong
+    in this very request) or when the conversation is new.
 
     Raises:
         ConversationChangedError: other requests kept storing into it first (after
@@ -234,22 +294,29 @@ def conversation_of(
         for cid in _candidates(ws, base, chain)[:MAX_CANDIDATES]:
             existing.add(cid)
             try:
-                stored = ws.messages(cid)
+                stored, seen = known.read(ws, cid) if known else (ws.messages(cid), [])
             except ConversationNotFoundError:
                 continue
-            n, extends, owners = _common(request, stored)
+            n, extends, owners = _common(request, stored, chain, seen)
             if extends:
+                match = _plan(request, cid, stored, n, owners)
+                if defer and _deferrable(ws, match, stored):
+                    match.pending = lambda match=match: _commit(ws, match, chain, format, known)
+                    return match
                 try:
-                    return _extend(ws, request, cid, stored, n, owners, format=format)
+                    _commit(ws, match, chain, format, known)
                 except ConversationChangedError:
                     break  # read it again
+                return match
             best = max(best, n)
         else:
             cid = _fork_name(ws, base, chain, best, existing)
+            match = _plan(request, cid, [], 0, {})
             try:
-                return _extend(ws, request, cid, [], 0, {}, format=format)
+                _commit(ws, match, chain, format, known)
             except ConversationChangedError:
                 continue
+            return match
     raise ConversationChangedError(
         f"conversation {base!r} kept changing while this request was stored; send it again"
     )
@@ -270,24 +337,70 @@ def _fork_name(
     return name
 
 
-def _extend(
-    ws: Workspace,
+def _plan(
     request: ClientRequest,
     cid: str,
     stored: list[dict[str, Any]],
     held: int,
     owners: dict[str, int],
-    *,
-    format: str | None,
 ) -> Match:
+    """The match, with the request's new messages under the ids the store will give them
+    (``m<position>``, or a Responses item's own id)."""
     new = request.messages[held:]
-    ids = ws.extend(cid, new, after=len(stored), source=SOURCE, format=format) if new else []
     owners = dict(owners)
     added = []
-    for offset, (mid, message) in enumerate(zip(ids, new, strict=True)):
+    assigned = set()
+    for offset, message in enumerate(new):
+        own = message.get("id")
+        mid = own if isinstance(own, str) else f"m{len(stored) + offset + 1}"
+        if not isinstance(own, str):
+            assigned.add(mid)
         owners[mid] = held + offset
-        added.append({**message, "id": mid} if isinstance(message, dict) else message)
-    return Match(cid, stored + added, owners, len(new), not stored)
+        added.append({**message, "id": mid})
+    return Match(cid, stored + added, owners, len(new), not stored, frozenset(assigned))
+
+
+def _deferrable(ws: Workspace, match: Match, stored: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the new messages may be stored after the request goes upstream: not when they
+    carry inline attachments (their cards belong in this request), take the conversation
+    past the fold threshold (the fold belongs in this request too, so the same history
+    always gives the same bytes), or would not get the ids foreseen for them."""
+    taken = {m.get("id") for m in stored}
+    new = match.stored[len(stored) :]
+    if match.created or any(m["id"] in taken for m in new):
+        return False
+    if any(True for m in new for _ in inline_blocks(m)):
+        return False
+    if not ws.auto_fold:
+        return True
+    fold = ws.fold_state(match.conversation_id)
+    through = fold["summarized_through_message"] if fold else 0
+    unsummarized = ws.stored_chars(match.conversation_id, after=through)
+    return unsummarized + sum(content_chars(m) for m in new) <= ws.fold_policy.threshold_chars
+
+
+def _commit(
+    ws: Workspace,
+    match: Match,
+    chain: Sequence[str],
+    format: str | None,
+    known: Known | None,
+) -> None:
+    """Store the match's new messages (only if nothing was appended since it was read)."""
+    before = len(match.stored) - match.added
+    new = match.stored[before:]
+    if new:
+        bodies = [
+            {k: v for k, v in m.items() if k != "id"} if m["id"] in match.assigned else m
+            for m in new
+        ]
+        ids = ws.extend(match.conversation_id, bodies, after=before, source=SOURCE, format=format)
+        for offset, (message, mid) in enumerate(zip(new, ids, strict=True)):
+            if message["id"] != mid:  # an id a client message took first: the store's wins
+                match.owners[mid] = match.owners.pop(message["id"])
+                match.stored[before + offset] = {**message, "id": mid}
+    if known is not None:
+        known.keep(match.conversation_id, match.stored, chain)
 
 
 # --- the lean body -----------------------------------------------------------------------------

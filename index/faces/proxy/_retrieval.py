@@ -4,6 +4,7 @@ files saved from its inline attachments), answered like the MCP server answers t
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -28,8 +29,15 @@ LIMIT_NOTE = (
 
 def schemas(names: Sequence[str]) -> list[dict[str, Any]]:
     """Our tools' Anthropic-form schemas, in the order of ``names`` (byte-stable)."""
-    by_name = {s["name"]: s for s in tool_schemas("anthropic")}
+    by_name = _schemas()
     return [by_name[n] for n in names if n in by_name]
+
+
+@functools.cache
+def _schemas() -> dict[str, dict[str, Any]]:
+    # The schemas derive from the tool signatures: fixed for the process, and pydantic takes
+    # milliseconds to build each of them.
+    return {s["name"]: s for s in tool_schemas("anthropic")}
 
 
 def _result(call: Call, value: Any) -> Result:
