@@ -65,3 +65,18 @@ def test_an_upstream_that_is_no_url_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--home", str(tmp_path), "proxy", "--upstream", "api.x"])
     assert result.exit_code != 0
     assert "the upstream must be an http(s) URL" in result.output
+
+
+def test_the_faces_listen_on_tcp_sockets_asyncio_sets_no_delay_on() -> None:
+    # asyncio sets TCP_NODELAY only on a socket whose proto is TCP; on a socket made with
+    # proto 0 every answer on a kept-alive connection waits 40 ms for a delayed ACK.
+    import socket
+
+    from leanreplay.index.faces._net import bind
+
+    with bind("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP
+        with socket.create_connection(sock.getsockname()):
+            accepted, _ = sock.accept()
+            with accepted:
+                assert accepted.proto == socket.IPPROTO_TCP

@@ -20,6 +20,7 @@ from leanreplay.index.faces.proxy import TOKEN_HEADER
 from tests.proxy.conftest import Proxy, start_proxy
 from tests.proxy.test_anthropic import body, history, post
 from tests.proxy.upstream import Cut, Failure, FakeUpstream, Hang, answer
+from tests.smallfs import on_small_home
 
 
 @pytest.fixture
@@ -295,3 +296,40 @@ def test_off_loopback_every_request_needs_the_proxys_token(
     assert passed.json()["content"][0]["text"] == "ok"
     assert len(upstream.requests) == 1
     assert TOKEN_HEADER not in upstream.requests[0].headers
+
+
+_FULL_DISK = """
+import json, sys
+import httpx2
+from leanreplay.index import Workspace
+from leanreplay.index.faces.proxy import ProxyConfig, proxy_app
+from tests.proxy.upstream import FakeUpstream, answer, serve
+
+home, step = sys.argv[1], sys.argv[-1]
+if step == "setup":
+    Workspace(home).append("old", {"role": "user", "content": "stored before the disk filled"})
+    print("{}")
+    sys.exit()
+fill_disk(home)
+with FakeUpstream() as up:
+    up.default = answer("ok")
+    ws = Workspace(home)
+    url, stop = serve(proxy_app(ws, ProxyConfig(up.url)))
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "a new one"}]}
+    response = httpx2.post(url + "/v1/messages", json=body, timeout=60)
+    stop()
+    old = ws.messages("old")[0]["content"]
+    print(json.dumps({"status": response.status_code, "body": response.json(),
+                      "upstream": len(up.requests), "old": old}))
+"""
+
+
+def test_a_full_disk_is_the_proxys_failure_in_the_apis_format(tmp_path: Path) -> None:
+    out = on_small_home(tmp_path, _FULL_DISK, size="4m", setup=True, mode="full")
+    assert out["status"] == 500
+    assert out["body"]["type"] == "error"
+    message = out["body"]["error"]["message"]
+    assert message.startswith("the proxy could not store the conversation")
+    assert "\n" not in message
+    assert out["upstream"] == 0
+    assert out["old"] == "stored before the disk filled"

@@ -218,3 +218,24 @@ def test_every_upstream_request_passes_check_pairing(eager: Proxy) -> None:
     post(eager, body(broken))
     assert check_pairing(eager.upstream.requests[-1].json["messages"]) == []
     httpx2.post  # noqa: B018 - the module is used by the helpers imported above
+
+
+def test_leanreplay_view_shows_a_proxied_conversation_and_its_round(eager: Proxy) -> None:
+    from leanreplay.index.faces._net import HttpPolicy
+    from leanreplay.index.faces.view import build_app
+    from tests.proxy.upstream import serve
+
+    eager.upstream.push(read_a_placeholder, answer("The log says nothing of interest."))
+    eager.anthropic().messages.create(model="claude-x", max_tokens=99, messages=history(3))
+    ws = eager.workspace()
+    (cid,) = ws.conversations()
+    url, stop = serve(build_app(ws, token=None, port=0, policy=HttpPolicy(None)))
+    try:
+        listed = httpx2.get(url + "/", timeout=30).text
+        page = httpx2.get(url + "/c", params={"id": cid}, timeout=30).text
+    finally:
+        stop()
+    assert cid in listed
+    assert "format anthropic" in page
+    assert "conversation_read" in page  # the proxy's round, stored in place
+    assert "The log says nothing of interest." in page

@@ -37,7 +37,7 @@ from ..._errors import (
 )
 from ..._workspace import Workspace
 from ...store._store import check_id
-from .._net import HttpPolicy
+from .._net import HttpPolicy, bind
 from ._anthropic import Anthropic
 from ._api import Api, ClientRequest, Round, StreamTranslator, add_usage
 from ._chat import Chat
@@ -677,17 +677,9 @@ def serve(
 ) -> None:
     """Serve the proxy until interrupted; ``announce`` gets ``http://HOST:PORT`` once the
     server accepts connections."""
-    import socket
-
     import uvicorn
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
-    # and without it every answer on a kept-alive connection waits 40 ms for a delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(256)
+    sock = bind(host, port)
     port = sock.getsockname()[1]
     if config.http is None:
         config = dataclasses.replace(config, http=HttpPolicy.for_bind(host, port, allowed_hosts))

@@ -69,7 +69,7 @@ FORK = "~"
 DIGEST_CHARS = 16
 MAX_CANDIDATES = 4  # conversations read to find the one a request extends, at most
 MAX_ATTEMPTS = 5  # re-reads when another request of the same conversation stored first
-KNOWN_CONVERSATIONS = 64  # conversations a process keeps parsed between requests
+KNOWN_CONVERSATIONS = 16  # conversations a process keeps parsed between requests (memory)
 BOOKKEEPING = frozenset({"id", PROXY_KEY, "block_ids", "meta", "stub", "api_message_id"})
 _READERS = re.compile(r"\| read with: ([a-z_]+(?:, [a-z_]+)*)(?: \| warnings: .*)?$")
 # Fields a client may drop or leave null when it sends back an answer it was given.
