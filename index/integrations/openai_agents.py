@@ -1,0 +1,227 @@
+"""The OpenAI Agents SDK over the store: a `Session`, a model input filter and the tools.
+
+    >>> from agents import Agent, RunConfig, Runner
+    >>> from leanreplay import Workspace
+    >>> from leanreplay.integrations.openai_agents import (
+    ...     LeanReplaySession, lean_input_filter, lean_tools)
+    >>> ws = Workspace("~/.local/share/leanreplay", roots=["~/project"])
+    >>> session = LeanReplaySession("chat", ws)
+    >>> agent = Agent(name="helper", tools=lean_tools(ws))
+    >>> config = RunConfig(call_model_input_filter=lean_input_filter(ws, session))
+    >>> await Runner.run(agent, "Why did the build fail?", session=session, run_config=config)
+
+The session is what the SDK reads between runs; the filter is what every model call inside a
+run receives. Both hand the model the lean replay (placeholders, cards, the fold) while the
+store keeps every item as the SDK gave it. Needs ``pip install 'leanreplay[agents]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from leanreplay.index._errors import InvalidArgumentError
+from leanreplay.index._tools import tool_schemas
+from leanreplay.index._workspace import Workspace
+from leanreplay.index.store._attachments import AttachmentSaver
+from leanreplay.index.store._store import check_id
+from leanreplay.placeholders import ReplayPolicy
+
+from ._common import INTEGRATION_TOOLS, answer, as_workspace, missing_framework
+from ._items import last_stored, lean_items, store_items, unstored
+
+try:
+    from agents import FunctionTool, ToolOutputImage, ToolOutputText
+    from agents.memory import SessionSettings
+    from agents.run_config import CallModelData, ModelInputData
+except ImportError as exc:  # pragma: no cover - proven in a subprocess by tests/test_extras.py
+    raise missing_framework(__name__, "agents", exc) from None
+
+if TYPE_CHECKING:
+    from agents import TResponseInputItem
+    from agents.tool_context import ToolContext
+
+__all__ = ["LeanReplaySession", "lean_input_filter", "lean_tools"]
+
+# A generation after the first is "<session id>#<n>": such ids are the session's own.
+_GENERATION = re.compile(r"#[0-9]+\Z")
+
+
+class LeanReplaySession:
+    """The Agents SDK's `Session` over leanreplay's append-only store.
+
+    ``add_items`` stores the SDK's items as given (see `Workspace.messages`); ``get_items``
+    returns the lean replay as Responses input items: stale tool output as placeholders that
+    name the `conversation_read` call returning it, attachments as cards, a folded prefix as
+    its summary. Recent items come back exactly as they were added.
+
+    Nothing is ever deleted. A session is a sequence of *generations*, each one stored
+    conversation: the first is ``session_id``, the next ``session_id#2`` and so on; the session
+    reads and writes the newest. ``clear_session`` starts an empty generation. ``pop_item``
+    starts a generation holding every item but the newest (copied, ids and bytes unchanged)
+    and returns that newest item as it was added. Earlier generations stay stored and
+    searchable, so every placeholder ever sent still resolves.
+
+    Args:
+        session_id: the SDK's session id: 1-240 printable characters, not ending in ``#<n>``.
+        workspace: the `Workspace` (or its home folder) to store in.
+        policy: the replay's rules (`ReplayPolicy`); the default when None.
+        session_settings: the SDK's `SessionSettings` (its ``limit`` is passed to
+            ``get_items`` by the runner).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        workspace: Workspace | str | os.PathLike[str],
+        *,
+        policy: ReplayPolicy | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        check_id("session_id", session_id)
+        if len(session_id) > 240 or _GENERATION.search(session_id):
+            raise InvalidArgumentError(
+                f"session_id must be at most 240 chars and not end in '#<number>' (the "
+                f"session's later generations are named so), got {session_id[:80]!r}"
+            )
+        if policy is not None and not isinstance(policy, ReplayPolicy):
+            raise InvalidArgumentError(
+                f"policy must be a ReplayPolicy, got {type(policy).__name__}"
+            )
+        self.session_id = session_id
+        self.workspace = as_workspace(workspace)
+        self.policy = policy
+        self.session_settings = session_settings
+        self._generation = 1
+
+    def _name(self, generation: int) -> str:
+        return self.session_id if generation == 1 else f"{self.session_id}#{generation}"
+
+    @property
+    def generation(self) -> int:
+        """The newest generation (1 until the first ``pop_item`` or ``clear_session``)."""
+        # Probed every time: another process may have started a generation since.
+        while self.workspace.store.exists(self._name(self._generation + 1)):
+            self._generation += 1
+        return self._generation
+
+    @property
+    def conversation_id(self) -> str:
+        """The stored conversation of the newest generation."""
+        return self._name(self.generation)
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The lean replay of the session, or its last ``limit`` items, oldest first."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise InvalidArgumentError(f"limit must be an int or None, got {limit!r}")
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+        items = lean_items(self.workspace, self.conversation_id, self.policy)
+        if limit is not None:
+            items = items[len(items) - limit :] if limit else []
+        return items  # type: ignore[return-value]  # dicts in the shape of the SDK's TypedDicts
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Store ``items`` at the end of the session, as given."""
+        if items:
+            store_items(self.workspace, self.conversation_id, items)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest item from the session and return it as it was added (None when
+        the session is empty). The item stays stored in the generation it was added to."""
+        cid = self.conversation_id
+        newest = last_stored(self.workspace, cid, 1)
+        if not newest:
+            return None
+        kept = [m.body for m in self.workspace.store.messages(cid)][:-1]
+        self._start_generation(kept)
+        return newest[0]  # type: ignore[return-value]  # a dict of the SDK's item shape
+
+    async def clear_session(self) -> None:
+        """Start an empty generation; every item stays stored in the earlier ones."""
+        if last_stored(self.workspace, self.conversation_id, 1):
+            self._start_generation([])
+
+    def _start_generation(self, bodies: list[str]) -> None:
+        ws = self.workspace
+        new = self._name(self.generation + 1)
+        messages = [json.loads(body) for body in bodies]
+        saver = AttachmentSaver(ws.attachments_dir)
+        for message in messages:
+            saver(message)  # already saved: this names the files for the new rows
+        ws.store.append(new, messages, attachments=saver)  # one transaction, ids unchanged
+        self._generation += 1
+        if ws.auto_fold and ws.stored_chars(new) > ws.fold_policy.threshold_chars:
+            ws.fold(new)
+
+
+def lean_input_filter(
+    workspace: Workspace | str | os.PathLike[str],
+    conversation_id: str | LeanReplaySession,
+    *,
+    policy: ReplayPolicy | None = None,
+) -> Callable[[CallModelData[Any]], ModelInputData]:
+    """A ``RunConfig(call_model_input_filter=...)`` that keeps every model call of a run lean.
+
+    Before each model call it stores what the input holds that the conversation does not
+    (the input is the conversation so far and then what is new), and sends the model the
+    lean replay of the conversation instead of the input; the instructions are kept.
+
+    Args:
+        conversation_id: the stored conversation, or a `LeanReplaySession` (then its newest
+            generation, and the session's policy unless ``policy`` is given).
+    """
+    ws = as_workspace(workspace)
+    session = conversation_id if isinstance(conversation_id, LeanReplaySession) else None
+    if session is None:
+        check_id("conversation_id", conversation_id)
+    rules = policy if policy is not None or session is None else session.policy
+
+    def lean_input(data: CallModelData[Any]) -> ModelInputData:
+        cid = session.conversation_id if session is not None else str(conversation_id)
+        new = unstored(ws, cid, list(data.model_data.input))
+        store_items(ws, cid, new)
+        items: Any = lean_items(ws, cid, rules)
+        return ModelInputData(input=items, instructions=data.model_data.instructions)
+
+    return lean_input
+
+
+def lean_tools(
+    workspace: Workspace | str | os.PathLike[str], names: tuple[str, ...] = INTEGRATION_TOOLS
+) -> list[FunctionTool]:
+    """The readers and the conversation tools (`conversation_read` brings back what a
+    placeholder elided) as the SDK's function tools: leanreplay's schemas, descriptions and
+    error texts. An image comes back as an image input."""
+    ws = as_workspace(workspace)
+    unknown = sorted(set(names) - set(INTEGRATION_TOOLS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown tools {', '.join(unknown)}; lean_tools gives {', '.join(INTEGRATION_TOOLS)}"
+        )
+    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas("openai")}
+    return [_function_tool(ws, name, schemas[name]) for name in names]
+
+
+def _function_tool(ws: Workspace, name: str, schema: dict[str, Any]) -> FunctionTool:
+    async def invoke(context: ToolContext[Any], arguments: str) -> Any:
+        # The readers block (a first pdf_search indexes the file): off the event loop.
+        result = await asyncio.to_thread(answer, ws, name, arguments)
+        if not result.images:
+            return result.text
+        return [
+            ToolOutputText(text=result.text),
+            *(ToolOutputImage(image_url=url) for url in result.data_urls()),
+        ]
+
+    return FunctionTool(
+        name=name,
+        description=schema["description"],
+        params_json_schema=schema["parameters"],
+        on_invoke_tool=invoke,
+        strict_json_schema=False,  # optional arguments with defaults: not strict-mode schemas
+    )
