@@ -253,3 +253,48 @@ def test_ci_lints_and_type_checks_before_the_tests() -> None:
     positions = [ci.index(step) for step in steps]
     assert positions == sorted(positions)
     assert positions[-1] < ci.index(".venv/bin/python -m pytest")
+
+
+# The frameworks the integrations plug into: only leanreplay.integrations imports them.
+FRAMEWORKS = ("agents", "langchain", "langchain_core", "langgraph")
+
+
+def test_only_the_integrations_import_the_frameworks() -> None:
+    for package in PACKAGES:
+        for importer, module in _imports(package):
+            if importer.startswith("leanreplay.index.integrations"):
+                continue
+            assert module.split(".")[0] not in FRAMEWORKS, f"{importer} imports {module}"
+
+
+def test_the_integrations_are_one_folder_imported_by_one_name() -> None:
+    # index/integrations is linked as leanreplay/integrations: one copy of each module, and
+    # one name for it (a second name would load a second copy, with classes of its own).
+    link = REPO / "leanreplay" / "integrations"
+    assert link.is_symlink()
+    assert link.readlink() == Path("..") / "index" / "integrations"
+    module = importlib.import_module("leanreplay.integrations.openai_agents")
+    assert Path(module.__file__ or "").resolve() == REPO / "index" / "integrations" / (
+        "openai_agents.py"
+    )
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith("leanreplay.index.integrations"), (
+                    f"{path}:{node.lineno} imports {name}; use leanreplay.integrations"
+                )
+
+
+@pytest.mark.parametrize(
+    "name", ["leanreplay.integrations.openai_agents", "leanreplay.integrations.langchain"], ids=str
+)
+def test_integrations_all_is_sorted_and_complete(name: str) -> None:
+    module = importlib.import_module(name)
+    assert module.__all__ == sorted(module.__all__)
+    for n in module.__all__:
+        assert getattr(module, n).__module__ == name

@@ -471,6 +471,11 @@ def _extra_module(name: str, command: str, stack: str) -> ModuleType:
 
 def _server_module() -> ModuleType:
     """The MCP server module; only `serve` needs the server stack (the `mcp` extra)."""
+    from ._mcp_pin import mcp_conflict  # here: the imports above are everyone's merge point
+
+    conflict = mcp_conflict()
+    if conflict is not None:
+        raise click.ClickException(conflict)
     return _extra_module("server", "serve", "MCP server stack")
 
 

@@ -104,7 +104,7 @@ def test_several_runs_stay_lean_and_every_original_comes_back(ws: Workspace) -> 
 
 
 def _restored(ws: Workspace, cid: str) -> list[dict[str, Any]]:
-    from leanreplay.index.integrations._items import stored_items
+    from leanreplay.integrations._items import stored_items
 
     return stored_items(ws, cid)
 
