@@ -12,8 +12,7 @@ from typing import Any
 
 from leanreplay.cards import CardError
 from leanreplay.index._errors import InvalidArgumentError, WorkspaceError
-from leanreplay.index._tools import META_TOOLS, TOOL_NAMES
-from leanreplay.index._workspace import Workspace
+from leanreplay.index._workspace import META_TOOLS, TOOL_NAMES, Workspace
 from leanreplay.placeholders import PlaceholderError
 
 __all__ = [

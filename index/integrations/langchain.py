@@ -25,8 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from leanreplay.index._errors import InvalidArgumentError
-from leanreplay.index._tools import tool_schemas
-from leanreplay.index._workspace import Workspace
+from leanreplay.index._workspace import Workspace, tool_schemas
 from leanreplay.index.store._store import check_id
 from leanreplay.placeholders import ReplayPolicy, for_provider
 
@@ -208,7 +207,7 @@ def lean_tools(
         raise InvalidArgumentError(
             f"unknown tools {', '.join(unknown)}; lean_tools gives {', '.join(INTEGRATION_TOOLS)}"
         )
-    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas("openai")}
+    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas("openai", workspace=ws)}
     return [_tool(ws, name, schemas[name]) for name in names]
 
 
