@@ -10,6 +10,7 @@ an import.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import re
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import textwrap
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from leanreplay.index.faces._mcp_pin import MCP_SUPPORTED, mcp_conflict
 from tests.conftest import REPO
@@ -82,3 +84,29 @@ def test_serve_names_the_package_that_downgraded_mcp(tmp_path: Path) -> None:
         "(langchain-mcp-adapters 0.3.2 requires mcp<2.0.0,>=1.24.0); serve from a virtual "
         "environment of its own"
     ), line
+
+
+def test_langchain_mcp_adapters_beside_the_server(tmp_path: Path) -> None:
+    # The adapters pip installs beside the mcp extra, against `leanreplay serve` over stdio.
+    try:
+        from langchain_mcp_adapters.client import MultiServerMCPClient
+    except ImportError as exc:
+        # 0.3.1 (the newest without an mcp<2 cap) imports names mcp 2 no longer has: the
+        # adapters' own break, which the README states. The server beside them works.
+        assert importlib.metadata.version("langchain-mcp-adapters") == "0.3.1", exc
+        assert "mcp" in str(exc)
+        assert mcp_conflict() is None
+        return
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "leanreplay.index.cli", "--home", str(tmp_path / "home"), "--root",
+                 str(REPO / "sample_files"), "serve"],
+        "transport": "stdio",
+        "cwd": str(REPO),
+    }  # fmt: skip
+
+    async def use() -> Any:
+        tools = {t.name: t for t in await MultiServerMCPClient({"lr": server}).get_tools()}
+        return await tools["pdf_info"].ainvoke({"path": "classic_xref.pdf"})
+
+    assert '"pages": 12' in str(asyncio.run(use()))

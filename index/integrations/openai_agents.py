@@ -21,14 +21,15 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from leanreplay.index._errors import InvalidArgumentError
 from leanreplay.index._workspace import Workspace, tool_schemas
 from leanreplay.index.store._attachments import AttachmentSaver
 from leanreplay.index.store._store import check_id
-from leanreplay.placeholders import ReplayPolicy
+from leanreplay.placeholders import ReplayPolicy, check_int
 
 from ._common import INTEGRATION_TOOLS, answer, as_workspace, missing_framework
 from ._items import last_stored, lean_items, store_items, unstored
@@ -96,6 +97,16 @@ class LeanReplaySession:
         self.policy = policy
         self.session_settings = session_settings
         self._generation = 1
+        # One operation at a time, each in a worker thread: the store blocks (SQLite, the
+        # replay), and pop_item reads then writes.
+        self._lock = threading.Lock()
+
+    async def _run(self, work: Callable[[], Any]) -> Any:
+        def locked() -> Any:
+            with self._lock:
+                return work()
+
+        return await asyncio.to_thread(locked)
 
     def _name(self, generation: int) -> str:
         return self.session_id if generation == 1 else f"{self.session_id}#{generation}"
@@ -115,35 +126,46 @@ class LeanReplaySession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The lean replay of the session, or its last ``limit`` items, oldest first."""
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise InvalidArgumentError(f"limit must be an int or None, got {limit!r}")
-        if limit is not None and limit < 0:
-            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
-        items = lean_items(self.workspace, self.conversation_id, self.policy)
         if limit is not None:
-            items = items[len(items) - limit :] if limit else []
-        return items  # type: ignore[return-value]  # dicts in the shape of the SDK's TypedDicts
+            check_int("limit", limit, minimum=0, error=InvalidArgumentError)
+
+        def work() -> list[dict[str, Any]]:
+            items = lean_items(self.workspace, self.conversation_id, self.policy)
+            if limit is None:
+                return items
+            return items[len(items) - limit :] if limit else []
+
+        return await self._run(work)  # type: ignore[no-any-return]  # the SDK's item dicts
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store ``items`` at the end of the session, as given."""
         if items:
-            store_items(self.workspace, self.conversation_id, items)
+            await self._run(lambda: store_items(self.workspace, self.conversation_id, items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item from the session and return it as it was added (None when
-        the session is empty). The item stays stored in the generation it was added to."""
-        cid = self.conversation_id
-        newest = last_stored(self.workspace, cid, 1)
-        if not newest:
-            return None
-        kept = [m.body for m in self.workspace.store.messages(cid)][:-1]
-        self._start_generation(kept)
-        return newest[0]  # type: ignore[return-value]  # a dict of the SDK's item shape
+        the session is empty). The item stays stored in the generation it was added to.
+        Its cost is a copy of the session's other items, in one transaction."""
+
+        def work() -> dict[str, Any] | None:
+            cid = self.conversation_id
+            newest = last_stored(self.workspace, cid, 1)
+            if not newest:
+                return None
+            kept = [m.body for m in self.workspace.store.messages(cid)][:-1]
+            self._start_generation(kept)
+            return newest[0]
+
+        return await self._run(work)  # type: ignore[no-any-return]  # an SDK item dict
 
     async def clear_session(self) -> None:
         """Start an empty generation; every item stays stored in the earlier ones."""
-        if last_stored(self.workspace, self.conversation_id, 1):
-            self._start_generation([])
+
+        def work() -> None:
+            if last_stored(self.workspace, self.conversation_id, 1):
+                self._start_generation([])
+
+        await self._run(work)
 
     def _start_generation(self, bodies: list[str]) -> None:
         ws = self.workspace
@@ -163,7 +185,7 @@ def lean_input_filter(
     conversation_id: str | LeanReplaySession,
     *,
     policy: ReplayPolicy | None = None,
-) -> Callable[[CallModelData[Any]], ModelInputData]:
+) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
     """A ``RunConfig(call_model_input_filter=...)`` that keeps every model call of a run lean.
 
     Before each model call it stores what the input holds that the conversation does not
@@ -180,11 +202,17 @@ def lean_input_filter(
         check_id("conversation_id", conversation_id)
     rules = policy if policy is not None or session is None else session.policy
 
-    def lean_input(data: CallModelData[Any]) -> ModelInputData:
+    def work(given: list[Any]) -> list[dict[str, Any]]:
         cid = session.conversation_id if session is not None else str(conversation_id)
-        new = unstored(ws, cid, list(data.model_data.input))
-        store_items(ws, cid, new)
-        items: Any = lean_items(ws, cid, rules)
+        store_items(ws, cid, unstored(ws, cid, given))
+        return lean_items(ws, cid, rules)
+
+    async def lean_input(data: CallModelData[Any]) -> ModelInputData:
+        given = list(data.model_data.input)
+        if session is not None:
+            items: Any = await session._run(lambda: work(given))
+        else:
+            items = await asyncio.to_thread(work, given)
         return ModelInputData(input=items, instructions=data.model_data.instructions)
 
     return lean_input

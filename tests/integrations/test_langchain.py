@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import warnings
 from pathlib import Path
@@ -194,3 +195,14 @@ def test_tools_have_leanreplays_schemas_and_errors(ws: Workspace) -> None:
     assert image[1]["mime_type"] == "image/png"
     with pytest.raises(InvalidArgumentError, match="policy must be a ReplayPolicy"):
         LeanReplayMiddleware(ws, conversation_id="c", policy=3)  # type: ignore[arg-type]
+
+
+def test_the_middleware_works_in_async_agents(ws: Workspace) -> None:
+    model = ScriptedChat(calls_per_turn=6)
+    lean = LeanReplayMiddleware(ws, conversation_id="async", policy=EAGER)
+    agent = create_agent(model, [logs], middleware=[lean])
+    state = asyncio.run(agent.ainvoke({"messages": [HumanMessage("Go.")]}, {"recursion_limit": 60}))
+    check_inputs(model)
+    assert placeholders_in(model.inputs[-1])
+    assert read_backs(model) >= 3
+    assert [m["id"] for m in ws.messages("async")] == [m.id for m in state["messages"]]

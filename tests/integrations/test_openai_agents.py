@@ -13,7 +13,7 @@ from agents import Agent, RunConfig, Runner, SQLiteSession
 from agents.memory import Session
 from agents.tool_context import ToolContext
 
-from leanreplay import ReplayPolicy, Workspace
+from leanreplay import FoldPolicy, ReplayPolicy, Workspace
 from leanreplay.index import TOOL_NAMES, InvalidArgumentError, tool_schemas
 from leanreplay.integrations.openai_agents import (
     LeanReplaySession,
@@ -251,3 +251,26 @@ def test_bad_session_arguments_are_refused(ws: Workspace) -> None:
         LeanReplaySession("chat", ws, policy={"min_chars": 1})  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="workspace must be a leanreplay Workspace"):
         LeanReplaySession("chat", 42)  # type: ignore[arg-type]
+
+
+def test_a_folded_session_replays_its_summary_as_responses_items(tmp_path: Path) -> None:
+    fold = FoldPolicy(threshold_chars=20_000, keep_last=4)
+    ws = Workspace(tmp_path / "home", fold_policy=fold)
+    session = LeanReplaySession("folded", ws)
+    model = ScriptedModel(calls_per_turn=2, read_back=False)
+    agent = agent_for(ws, model)
+    for question in ["One?", "Two?", "Three?", "Four?"]:
+        run_agent(agent, question, session=session, run_config=config())
+    assert ws.fold_state("folded") is not None
+    items = run(session.get_items())
+    assert items[0]["role"] == "user"
+    assert items[0]["content"].startswith("[Summary of the earlier conversation")
+    assert items[1]["role"] == "assistant"
+    assert_valid(items, "openai-responses")
+    run_agent(agent, "Five?", session=session, run_config=config())
+    assert model.inputs[-3][0] == items[0]  # the next run's model input starts with it
+    # A pop copies the generation and folds it again: still valid, still lean.
+    run(session.pop_item())
+    items = run(session.get_items())
+    assert items[0]["content"].startswith("[Summary of the earlier conversation")
+    assert_valid(items, "openai-responses")
