@@ -25,6 +25,7 @@ __all__ = [
     "ITEM_ID_KEY",
     "NO_ROLE_KEY",
     "canonical",
+    "count",
     "last_stored",
     "lean_items",
     "restore",
@@ -42,9 +43,18 @@ def canonical(item: Mapping[str, Any]) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False)
 
 
+def count(workspace: Workspace, cid: str) -> int | None:
+    """How many messages conversation ``cid`` holds; None when there is no such conversation."""
+    try:
+        (stats,) = workspace.conversation_stats(cid)
+    except ConversationNotFoundError:
+        return None
+    return stats.messages
+
+
 def _taken(workspace: Workspace, cid: str, item_id: str) -> bool:
     try:
-        workspace.store.message(cid, item_id)
+        workspace.raw_message(cid, item_id)
     except ConversationNotFoundError:
         return False
     return True
@@ -52,7 +62,7 @@ def _taken(workspace: Workspace, cid: str, item_id: str) -> bool:
 
 def _free_id(workspace: Workspace, cid: str) -> str:
     """An id no message of ``cid`` has, as the store would assign it (``m<seq>``)."""
-    seq = workspace.store.stats_of(cid).messages + 1 if workspace.store.exists(cid) else 1
+    seq = (count(workspace, cid) or 0) + 1
     candidate, n = f"m{seq}", 1
     while _taken(workspace, cid, candidate):
         n += 1
@@ -111,16 +121,16 @@ def restore(message: Mapping[str, Any]) -> dict[str, Any]:
 
 def stored_items(workspace: Workspace, cid: str) -> list[dict[str, Any]]:
     """Every stored item of ``cid``, byte for byte as it was given ([] when there is none)."""
-    if not workspace.store.exists(cid):
+    if count(workspace, cid) is None:
         return []
     return [restore(m) for m in workspace.messages(cid)]
 
 
 def last_stored(workspace: Workspace, cid: str, n: int) -> list[dict[str, Any]]:
     """The last ``n`` stored items of ``cid``, as given."""
-    if n <= 0 or not workspace.store.exists(cid):
+    if n <= 0 or not count(workspace, cid):
         return []
-    return [restore(m.message()) for m in workspace.store.messages_page(cid, limit=n)]
+    return [restore(m) for _, m in workspace.message_page(cid, limit=n)]
 
 
 def lean_items(
@@ -128,10 +138,11 @@ def lean_items(
 ) -> list[dict[str, Any]]:
     """The lean replay of ``cid`` as Responses input items: placeholders, cards and the fold
     applied; every item the replay left alone exactly as it was given."""
-    if not workspace.store.exists(cid):
+    if not count(workspace, cid):
         return []
-    fold = workspace.store.fold(cid)
-    synthetic = {f"fold-{fold.generation}-summary", f"fold-{fold.generation}-ack"} if fold else ()
+    fold = workspace.fold_state(cid)
+    generation = fold["generation"] if fold else None
+    synthetic = {f"fold-{generation}-summary", f"fold-{generation}-ack"} if fold else set()
     out = []
     for message in workspace.replay(cid, policy).messages:
         if message.get("stub") is True or message.get("id") in synthetic:

@@ -18,7 +18,6 @@ store keeps every item as the SDK gave it. Needs ``pip install 'leanreplay[agent
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import threading
@@ -27,12 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from leanreplay.index._errors import InvalidArgumentError
 from leanreplay.index._workspace import Workspace, tool_schemas
-from leanreplay.index.store._attachments import AttachmentSaver
 from leanreplay.index.store._store import check_id
 from leanreplay.placeholders import ReplayPolicy, check_int
 
 from ._common import INTEGRATION_TOOLS, answer, as_workspace, missing_framework
-from ._items import last_stored, lean_items, store_items, unstored
+from ._items import count, last_stored, lean_items, store_items, unstored
 
 try:
     from agents import FunctionTool, ToolOutputImage, ToolOutputText
@@ -115,7 +113,7 @@ class LeanReplaySession:
     def generation(self) -> int:
         """The newest generation (1 until the first ``pop_item`` or ``clear_session``)."""
         # Probed every time: another process may have started a generation since.
-        while self.workspace.store.exists(self._name(self._generation + 1)):
+        while count(self.workspace, self._name(self._generation + 1)) is not None:
             self._generation += 1
         return self._generation
 
@@ -152,8 +150,7 @@ class LeanReplaySession:
             newest = last_stored(self.workspace, cid, 1)
             if not newest:
                 return None
-            kept = [m.body for m in self.workspace.store.messages(cid)][:-1]
-            self._start_generation(kept)
+            self._start_generation(self.workspace.messages(cid)[:-1])
             return newest[0]
 
         return await self._run(work)  # type: ignore[no-any-return]  # an SDK item dict
@@ -167,17 +164,10 @@ class LeanReplaySession:
 
         await self._run(work)
 
-    def _start_generation(self, bodies: list[str]) -> None:
-        ws = self.workspace
-        new = self._name(self.generation + 1)
-        messages = [json.loads(body) for body in bodies]
-        saver = AttachmentSaver(ws.attachments_dir)
-        for message in messages:
-            saver(message)  # already saved: this names the files for the new rows
-        ws.store.append(new, messages, attachments=saver)  # one transaction, ids unchanged
+    def _start_generation(self, messages: list[dict[str, Any]]) -> None:
+        # One transaction, the stored forms (ids, bytes) unchanged; folded as if appended.
+        self.workspace.extend(self._name(self.generation + 1), messages)
         self._generation += 1
-        if ws.auto_fold and ws.stored_chars(new) > ws.fold_policy.threshold_chars:
-            ws.fold(new)
 
 
 def lean_input_filter(
