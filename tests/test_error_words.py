@@ -33,6 +33,7 @@ CLI_MODULES = {
     "index/faces/cli.py",
     "index/faces/_address.py",  # --http HOST:PORT and the bind rules of serve/view
     "index/faces/_demo.py",
+    "index/faces/_mcp_pin.py",  # why `leanreplay serve` refuses an mcp another package pulled in
     "index/faces/_render.py",
     "index/faces/_html.py",  # `leanreplay view`'s pages (and CSS custom properties, --fg)
     "index/faces/view.py",  # `leanreplay view`: its token page names the URL it printed
