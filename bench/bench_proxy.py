@@ -240,7 +240,17 @@ def synthetic(size: int) -> list[dict[str, Any]]:
     return out
 
 
-def latency(upstream: FakeUpstream, proxy_url: str) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of a process so far (Linux), which the machine's load does
+    not inflate the way it does wall time."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def latency(upstream: FakeUpstream, proxy_url: str, pid: int) -> dict[str, Any]:
     upstream.default = answer("ok")
     out: dict[str, Any] = {}
     with httpx2.Client(timeout=60) as client:
@@ -249,7 +259,10 @@ def latency(upstream: FakeUpstream, proxy_url: str) -> dict[str, Any]:
                 history = synthetic(size)
                 added: list[float] = []
                 direct_ms: list[float] = []
+                cpu_before = None
                 for n in range(SAMPLES + 5):
+                    if n == 5:
+                        cpu_before = cpu_seconds(pid)
                     history = [
                         *history,
                         {"role": "assistant", "content": f"reply {n}"},
@@ -283,8 +296,15 @@ def latency(upstream: FakeUpstream, proxy_url: str) -> dict[str, Any]:
                         added.append((times["proxy"] - times["direct"]) * 1000)
                         direct_ms.append(times["direct"] * 1000)
                 added.sort()
+                cpu_after = cpu_seconds(pid)
+                cpu = (
+                    round((cpu_after - cpu_before) / SAMPLES * 1000, 2)
+                    if cpu_before is not None and cpu_after is not None
+                    else None
+                )
                 out[f"{size // 1000}k_{'stream_ttfb' if stream else 'json'}"] = {
                     "chars": len(text),
+                    "proxy_cpu_ms_per_request": cpu,
                     "added_ms_p50": round(statistics.median(added), 2),
                     "added_ms_p99": round(added[int(0.99 * (len(added) - 1))], 2),
                     "direct_ms_p50": round(statistics.median(direct_ms), 2),
@@ -306,7 +326,7 @@ def main() -> None:
         process, url = start_proxy(upstream.url, home)
         try:
             result["bill"] = bill(upstream, url)
-            result["latency"] = latency(upstream, url)
+            result["latency"] = latency(upstream, url, process.pid)
         finally:
             process.terminate()
             process.wait(10)

@@ -31,17 +31,19 @@ from tests.conftest import REPO, SAMPLES, in_ci
 from tests.proxy.conftest import Proxy
 from tests.proxy.upstream import Answer, Recorded, Tool, answer
 
-CLAUDE = REPO / ".ci" / "node" / "node_modules" / ".bin" / "claude"
+NODE_BIN = REPO / ".ci" / "node" / "node_modules" / ".bin"
 LINES = 1500  # per log: two of them are over the 150,000-char pressure size together
 
 
-def claude_binary() -> str:
-    found = os.environ.get("LEANREPLAY_CLAUDE") or (str(CLAUDE) if CLAUDE.exists() else None)
-    found = found or shutil.which("claude")
+def binary(name: str, package: str) -> str:
+    """A client's command, as .ci/run installs it (``LEANREPLAY_<NAME>`` or PATH otherwise)."""
+    local = NODE_BIN / name
+    found = os.environ.get(f"LEANREPLAY_{name.upper()}") or (str(local) if local.exists() else None)
+    found = found or shutil.which(name)
     if found is None:
         message = (
-            f"needs Claude Code (npm install --prefix .ci/node @anthropic-ai/claude-code, "
-            f"as .ci/run does); not found at {CLAUDE}"
+            f"needs {package} (npm install --prefix .ci/node {package}, as .ci/run does); "
+            f"not found at {local}"
         )
         if in_ci():
             pytest.fail(message + " under CI=true")
@@ -110,7 +112,7 @@ class Model:
         return answer("All files read.")
 
 
-def run_claude(binary: str, proxy: Proxy, cwd: Path, home: Path, *args: str) -> str:
+def run_claude(claude: str, proxy: Proxy, cwd: Path, home: Path, *args: str) -> str:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
@@ -120,7 +122,7 @@ def run_claude(binary: str, proxy: Proxy, cwd: Path, home: Path, *args: str) -> 
         "DISABLE_AUTOUPDATER": "1",
     }
     done = subprocess.run(
-        [binary, "-p", *args, "--allowedTools", "Read"],
+        [claude, "-p", *args, "--allowedTools", "Read"],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -132,7 +134,7 @@ def run_claude(binary: str, proxy: Proxy, cwd: Path, home: Path, *args: str) -> 
 
 
 def test_claude_code_through_the_proxy(proxy: Proxy, tmp_path: Path) -> None:
-    binary = claude_binary()
+    claude = binary("claude", "@anthropic-ai/claude-code")
     root = tmp_path / "project"
     root.mkdir()
     for name in ("big1", "big2"):
@@ -146,7 +148,7 @@ def test_claude_code_through_the_proxy(proxy: Proxy, tmp_path: Path) -> None:
     session = str(uuid.uuid4())
 
     first = run_claude(
-        binary, proxy, root, home, "Look at @red.png, then read the logs.", "--session-id", session
+        claude, proxy, root, home, "Look at @red.png, then read the logs.", "--session-id", session
     )
     assert "Line 7 of big1.log reads: big1 00007: the service answered in 7 ms" in first
 
@@ -171,7 +173,7 @@ def test_claude_code_through_the_proxy(proxy: Proxy, tmp_path: Path) -> None:
     (log,) = home.glob(f".claude/projects/*/{session}.jsonl")
     assert "conversation_read" not in log.read_text()
 
-    second = run_claude(binary, proxy, root, home, "--resume", session, "And what about line 9?")
+    second = run_claude(claude, proxy, root, home, "--resume", session, "And what about line 9?")
     assert "Line 9 is in the log too" in second
     latest = [
         r

@@ -159,6 +159,7 @@ class _Proxy:
         self.ws = workspace
         self.config = config
         self.base = config.upstream.rstrip("/")
+        self.policy = config.policy or ReplayPolicy()  # built (and checked) once
         self._client: httpx2.AsyncClient | None = None
         self.known = Known()
         self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="leanreplay-store")
@@ -212,6 +213,7 @@ class _Proxy:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                _ = self.client  # its TLS context loads the CA bundle: not in a request's time
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._client is not None:
@@ -358,7 +360,7 @@ class _Proxy:
         )
         names = our_tools(self.ws, match.conversation_id, api.declared_tools(request))
         tools = schemas(names)
-        lean = build(self.ws, api, request, match, tools, self.config.policy)
+        lean = build(self.ws, api, request, match, tools, self.policy)
         return _Prepared(match, lean, tools, frozenset(names), list(chain))
 
 
