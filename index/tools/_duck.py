@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -228,7 +227,7 @@ def _refused(tree: Any) -> str | None:
 
 
 # Background copies: target path -> the process building it.
-_builds: dict[str, subprocess.Popen[bytes]] = {}
+_builds: dict[str, int] = {}
 _builds_lock = threading.Lock()
 
 
@@ -283,8 +282,13 @@ def copy_path(key: str, cache_dir: str) -> str | None:
 
 def _reap() -> None:
     with _builds_lock:
-        for done in [t for t, p in _builds.items() if p.poll() is not None]:
-            del _builds[done]  # waited for: no zombie is left behind
+        for target, pid in list(_builds.items()):
+            try:
+                done = os.waitpid(pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                done = True  # waited for elsewhere
+            if done:
+                del _builds[target]  # waited for: no zombie is left behind
 
 
 def build_copy(
@@ -343,29 +347,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _start(
-    source: OpenFile | str, reader: str, target: str, claim: str, scratch_root: str
-) -> subprocess.Popen[bytes]:
-    if isinstance(source, OpenFile):
-        # The builder reads the very file this call confined: the descriptor is inherited,
-        # and its size and times are checked again when the copy is done.
-        path = f"/proc/self/fd/{source.fd}" if os.path.isdir("/proc/self/fd") else source.path
-        keep: tuple[int, ...] = (source.fd,)
-        stamp = f"{source.size}:{source.mtime_ns}:{source.ctime_ns}"
-    else:
-        path, keep, stamp = source, (), ""
+def _start(source: OpenFile | str, reader: str, target: str, claim: str, scratch_root: str) -> int:
+    """Spawn the builder (a process of its own session, not waited for: it outlives a CLI
+    call that asked for it) and return its pid."""
     os.makedirs(scratch_root, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="copy-", dir=scratch_root)  # the builder removes it
     config = json.dumps(settings(scratch, threads=COPY_THREADS, memory=COPY_MEMORY))
-    process = subprocess.Popen(
-        [sys.executable, "-I", _BUILDER, path, reader, target, claim, scratch, config, stamp],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        pass_fds=keep,
-        start_new_session=True,  # a terminal's Ctrl-C is for the server, not the builder
-    )
+    inherited = -1
+    try:
+        if isinstance(source, OpenFile):
+            # The builder reads the very file this call confined, through a copy of the
+            # descriptor; its size and times are checked again when the copy is done.
+            inherited = os.dup(source.fd)
+            os.set_inheritable(inherited, True)
+            path = f"/proc/self/fd/{inherited}" if os.path.isdir("/proc/self/fd") else source.path
+            stamp = f"{source.size}:{source.mtime_ns}:{source.ctime_ns}"
+        else:
+            path, stamp = source, ""
+        argv = [sys.executable, "-I", _BUILDER, path, reader, target, claim, scratch, config, stamp]
+        quiet = [(os.POSIX_SPAWN_OPEN, n, os.devnull, os.O_RDWR, 0) for n in (0, 1, 2)]
+        # A session of its own: a terminal's Ctrl-C is for the server, not the builder.
+        pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
+    finally:
+        if inherited >= 0:
+            os.close(inherited)
     with open(claim + ".pid", "w") as held:
-        held.write(str(process.pid))
+        held.write(str(pid))
     os.replace(claim + ".pid", claim)
-    return process
+    return pid
