@@ -149,6 +149,7 @@ def test_auth_headers_pass_through_untouched_and_are_never_stored(proxy: Proxy) 
     for name, value in {**headers, "x-api-key": KEY}.items():
         assert got[name] == value
     assert FAMILY_HEADER not in got
+    proxy.workspace()  # its writes done, so every file is there to look at
     for path in proxy.home.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
@@ -234,6 +235,7 @@ def test_one_conversation_across_requests_and_a_rewrite_becomes_its_own(proxy: P
     # An edit of the second user message: a new conversation with the whole history.
     edited = [*turn2[:2], {"role": "user", "content": "second, edited"}]
     post(proxy, body(edited))
+    ws = proxy.workspace()  # settled again: every read after a request waits for its writes
     assert len(ws.conversations()) == 2
     assert [m["content"] for m in ws.messages(cid)] == ["first question", "sure", "2nd"]
     fork = next(c for c in ws.conversations() if c != cid)
@@ -244,6 +246,7 @@ def test_one_conversation_across_requests_and_a_rewrite_becomes_its_own(proxy: P
         proxy,
         body([*edited, {"role": "assistant", "content": "sure"}, {"role": "user", "content": "3"}]),
     )
+    ws = proxy.workspace()
     assert len(ws.conversations()) == 2
     assert len(ws.messages(fork)) == 5
 

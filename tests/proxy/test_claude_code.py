@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from leanreplay.index import Workspace
 from leanreplay.placeholders import check_pairing, is_placeholder, parse_read_call
 from tests.conftest import REPO, SAMPLES, in_ci
 from tests.proxy.conftest import Proxy
@@ -190,7 +189,7 @@ def test_claude_code_through_the_proxy(proxy: Proxy, tmp_path: Path) -> None:
     ]
     assert "conversation_read" in calls  # the round, replayed in place
     assert check_pairing(replayed) == []
-    ws = Workspace(proxy.home)
+    ws = proxy.workspace()  # the last request's new messages are stored while it is answered
     assert f"claude-code-{session}" in ws.conversations()
     stored = ws.messages(f"claude-code-{session}")
     assert re.search(r"And what about line 9\?", json.dumps(stored[-1]))

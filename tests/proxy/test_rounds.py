@@ -92,7 +92,9 @@ def test_the_model_reads_an_elided_original_in_a_round_the_client_never_sees(
     assert result_of(third[-3])["content"] == BIG
     assert third[-2]["content"] == [{"type": "text", "text": "The log says nothing of interest."}]
     assert third[-1]["content"] == "thanks"
+    ws = eager.workspace()
     assert ws.conversations() == [cid]
+    assert ws.messages(cid)[-1]["content"] == "thanks"  # stored, after the round
 
 
 def test_a_streamed_round_is_one_message_to_the_sdk(eager: Proxy) -> None:

@@ -608,9 +608,11 @@ class _Session:
                     await self._answer(round, ours, last=last)
                 if last or not ours:
                     note = self._note(ours, theirs)
+                    # Stored before the closing events: a client that has the whole answer
+                    # (and sends its next request, or goes away) finds the rounds stored.
+                    await self._store(round, note)
                     for name, data in translator.finish(self.usage, note, self.rounds, self.parts):
                         yield encode(name, data)
-                    await self._store(round, note)
                     return
                 previous = translator
                 response = await self._call(stream=True)

@@ -301,7 +301,9 @@ def conversation_of(
             if extends:
                 match = _plan(request, cid, stored, n, owners)
                 if defer and _deferrable(ws, match, stored):
-                    match.pending = lambda match=match: _commit(ws, match, chain, format, known)
+                    match.pending = lambda match=match: _commit_later(
+                        ws, match, chain, format, known
+                    )
                     return match
                 try:
                     _commit(ws, match, chain, format, known)
@@ -401,6 +403,51 @@ def _commit(
                 match.stored[before + offset] = {**message, "id": mid}
     if known is not None:
         known.keep(match.conversation_id, match.stored, chain)
+
+
+def _commit_later(
+    ws: Workspace,
+    match: Match,
+    chain: Sequence[str],
+    format: str | None,
+    known: Known | None,
+) -> None:
+    """A deferred `_commit`. The next request of the conversation may come before it runs
+    (the upstream answered at once), find the conversation shorter, and store the same
+    messages itself, first or after this one: what another request stored first of these
+    very messages is not stored twice, the rest goes after it.
+
+    Raises:
+        ConversationChangedError: the conversation took other messages meanwhile (a
+            fork's business: the next request of the client finds where it belongs).
+    """
+    before = len(match.stored) - match.added
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            _commit(ws, match, chain, format, known)
+            return
+        except ConversationChangedError:
+            pass
+        cid = match.conversation_id
+        stored = known.read(ws, cid)[0] if known else ws.messages(cid)
+        ours = match.stored[before:]
+        theirs = stored[before : before + len(ours)]
+        if len(stored) < before or not all(
+            same(m, s, loose=False) for m, s in zip(ours, theirs, strict=False)
+        ):
+            raise ConversationChangedError(
+                f"conversation {match.conversation_id!r} took other messages while this "
+                "request's were waiting to be stored"
+            )
+        kept = len(theirs)
+        if kept == len(ours):
+            return  # all stored by the other request (which keeps its copy in `known`)
+        match.stored[: before + kept] = stored[: before + kept]
+        match.added = len(ours) - kept
+    raise ConversationChangedError(
+        f"conversation {match.conversation_id!r} kept changing while this request's messages "
+        "were stored"
+    )
 
 
 # --- the lean body -----------------------------------------------------------------------------
