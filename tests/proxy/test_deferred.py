@@ -64,3 +64,28 @@ def test_a_deferred_write_overtaken_by_the_next_request_stores_each_message_once
     assert len(ws.messages(cid)) == 7
     assert ws.conversations() == [cid]
     ws.close()
+
+
+def test_a_request_parsed_from_its_previous_one_has_the_same_digests() -> None:
+    before = API.parse(json.dumps({"model": "m", "messages": turns(3)}))
+    digests(before)
+    history = turns(4)
+    history[2] = {**history[2], "cache_control": {"type": "ephemeral"}}  # moved breakpoint
+    text = json.dumps({"model": "m", "messages": history})
+    warm = API.parse(text, [before])
+    assert warm.like is before
+    assert warm.reused == 2
+    assert digests(warm) == digests(API.parse(text))
+
+
+def test_a_kept_copy_is_brought_up_to_date_from_the_store_tail(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "home")
+    known = Known()
+    first = request(ws, known, 2)
+    cid = first.conversation_id
+    # Another writer (another proxy on this store) appends after the copy was kept.
+    ws.extend(cid, [{"role": "assistant", "content": "elsewhere"}], after=3)
+    stored, seen = known.read(ws, cid)
+    assert stored == ws.messages(cid)
+    assert seen  # the copy's digests still hold for its part: only the tail was read
+    ws.close()

@@ -118,3 +118,35 @@ def test_element_spans() -> None:
 def test_dumps_keeps_a_lone_surrogate_escaped() -> None:
     assert dumps({"s": "\ud800x"}) == '{"s":"\\ud800x"}'
     assert dumps({"s": "é"}) == '{"s":"é"}'
+
+
+histories = st.lists(values, max_size=6)
+
+
+@given(histories, histories, st.integers(0, 6), objects, styles)
+def test_a_parse_that_takes_an_earlier_ones_values_is_the_same_parse(
+    earlier: list[Any], more: list[Any], changed: int, rest: dict[str, Any], style: dict[str, Any]
+) -> None:
+    # A client's next request: its history so far (one element perhaps changed), then more.
+    before = json.dumps({**rest, "messages": earlier}, **style)
+    history = [*earlier, *more]
+    if changed < len(history):
+        history[changed] = {"changed": history[changed]}
+    after = json.dumps({**rest, "messages": history}, **style)
+    first = parse_object(before, arrays=("messages",))
+    cold = parse_object(after, arrays=("messages",))
+    warm = parse_object(after, arrays=("messages",), like=[first])
+    assert warm.value == cold.value == json.loads(after)
+    assert warm.members == cold.members
+    assert warm.elements == cold.elements
+    taken = warm.reused.get("messages", (None, 0))[1]
+    assert taken <= min(changed, len(earlier))
+    for n in range(taken):  # taken: the earlier parse's own objects
+        assert warm.value["messages"][n] is first.value["messages"][n]
+
+
+def test_a_number_is_not_taken_for_a_longer_one() -> None:
+    first = parse_object('{"m": [{"a": 1}, 1]}', arrays=("m",))
+    later = parse_object('{"m": [{"a": 1}, 12]}', arrays=("m",), like=[first])
+    assert later.value == {"m": [{"a": 1}, 12]}
+    assert later.reused["m"][1] == 1

@@ -40,6 +40,12 @@ class ClientRequest:
     spans: list[tuple[int, int]]  # where each message sits in `text`
     history_span: tuple[int, int] | None  # the history array (None: absent or a string)
     stream: bool
+    # The earlier request whose first `reused` history messages this one holds as the same
+    # text (the same parsed objects; see `parse_object`).
+    like: ClientRequest | None = None
+    reused: int = 0
+    # The running digest after each message, its state and its digest (`digests`).
+    hashes: list[Any] = field(default_factory=list, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -141,14 +147,29 @@ class Api(ABC):
 
     # requests
 
-    def parse(self, text: str) -> ClientRequest:
-        """The request body, parsed; raises `ValueError` subclasses with a one-line reason."""
-        doc = parse_object(text, arrays=(self.history_key, "tools"))
+    def parse(self, text: str, like: Sequence[ClientRequest] = ()) -> ClientRequest:
+        """The request body, parsed; raises `ValueError` subclasses with a one-line reason.
+
+        ``like``: the client's earlier requests (newest first): what this one holds of the
+        same text is taken from their parse, not parsed again (a client sends its whole
+        history every time)."""
+        doc = parse_object(text, arrays=(self.history_key, "tools"), like=[r.doc for r in like])
         history = doc.value.get(self.history_key)
         stream = doc.value.get("stream") is True
         if isinstance(history, list) and self.history_key in doc.elements:
             spans = doc.elements[self.history_key]
-            return ClientRequest(text, doc, history, spans, doc.span(self.history_key), stream)
+            earlier, reused = doc.reused.get(self.history_key, (None, 0))
+            source = next((r for r in like if r.doc is earlier), None)
+            return ClientRequest(
+                text,
+                doc,
+                history,
+                spans,
+                doc.span(self.history_key),
+                stream,
+                source,
+                reused if source is not None else 0,
+            )
         return ClientRequest(text, doc, [], [], None, stream)
 
     def check(self, request: ClientRequest) -> str | None:
@@ -185,7 +206,7 @@ class Api(ABC):
         always the same text for the same tools)."""
         if not ours:
             return None
-        added = ",".join(dumps(t) for t in self.tool_definitions(ours))
+        added = self._tools_text(ours)
         doc = request.doc
         span = doc.span("tools")
         if span is not None and isinstance(doc.value.get("tools"), list):
@@ -198,6 +219,21 @@ class Api(ABC):
         close = doc.end - 1
         comma = "," if doc.members else ""
         return close, close, f'{comma}"tools":[{added}]'
+
+    def _tools_text(self, ours: Sequence[Mapping[str, Any]]) -> str:
+        """Our tools' JSON text, made once per set of schemas (the same objects every time:
+        `_retrieval.schemas`)."""
+        key = tuple(map(id, ours))
+        cache: dict[tuple[int, ...], tuple[list[Any], str]] = self.__dict__.setdefault(
+            "_tools_texts", {}
+        )
+        found = cache.get(key)
+        if found is not None and all(a is b for a, b in zip(found[0], ours, strict=True)):
+            return found[1]
+        text = ",".join(dumps(t) for t in self.tool_definitions(ours))
+        if len(cache) < 64:
+            cache[key] = (list(ours), text)  # held, so no other object takes these ids
+        return text
 
     def session(self, request: ClientRequest) -> str | None:
         """A conversation id the client's own runtime gives (Claude Code's session), or None."""

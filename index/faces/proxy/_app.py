@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import hmac
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,9 @@ BODY_TIMEOUT_S = 120.0  # the whole request body must arrive within this
 CONNECT_TIMEOUT_S = 10.0
 UPSTREAM_TIMEOUT_S = 600.0  # between two bytes of an upstream answer (Anthropic SDK default)
 MAX_ROUNDS = 4  # the proxy's own tool rounds per client request
+GC_YOUNG = 20_000  # allocations between two young collections in a proxy process (700)
+RECENT_REQUESTS = 8  # parsed requests kept per API, to take the next one's parse from
+RECENT_CHARS = 32 * 1024 * 1024  # ... holding at most this many chars of text per API
 TOKEN_HEADER = "x-leanreplay-token"  # the proxy's own token, off loopback
 _HOP = frozenset(
     {
@@ -162,19 +166,19 @@ class _Proxy:
         self.policy = config.policy or ReplayPolicy()  # built (and checked) once
         self._client: httpx2.AsyncClient | None = None
         self.known = Known()
+        self.recent = _Recent()
         self.writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="leanreplay-store")
         self._writes = 0  # deferred writes not done yet
         self._writes_lock = threading.Condition()
 
-    def write_later(self, write: Callable[[], None]) -> Future[None]:
-        """Run a deferred write of the store in the writer's threads."""
+    def write_later(self, write: Callable[[], None]) -> _Deferred:
+        """A deferred write of the store, counted (see `settle`) from now on and run in the
+        writer's threads once started."""
         with self._writes_lock:
             self._writes += 1
-        future = self.writer.submit(write)
-        future.add_done_callback(self._written)
-        return future
+        return _Deferred(self, write)
 
-    def _written(self, _: Future[None]) -> None:
+    def _written(self, _: object = None) -> None:
         with self._writes_lock:
             self._writes -= 1
             self._writes_lock.notify_all()
@@ -201,13 +205,22 @@ class _Proxy:
             return
         request = Request(scope, receive)
         api = self.config.apis.get(request.url.path) if request.method == "POST" else None
+        sessions: list[_Session] = []
         try:
-            self._admit(scope, request)
-            response = await (self._lean(request, api) if api else self._forward(request))
-        except ProxyError as refused:
-            body = (api or _api_for(request.url.path)).error_bytes(refused.status, str(refused))
-            response = Response(body, refused.status, media_type="application/json")
-        await response(scope, receive, send)
+            try:
+                self._admit(scope, request)
+                response = await (
+                    self._lean(request, api, sessions) if api else self._forward(request)
+                )
+            except ProxyError as refused:
+                error = (api or _api_for(request.url.path)).error_bytes(
+                    refused.status, str(refused)
+                )
+                response = Response(error, refused.status, media_type="application/json")
+            await response(scope, receive, send)
+        finally:
+            for session in sessions:
+                session.start_writing()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -313,11 +326,11 @@ class _Proxy:
 
     # the lean path
 
-    async def _lean(self, request: Request, api: Api) -> Response:
+    async def _lean(self, request: Request, api: Api, sessions: list[_Session]) -> Response:
         body = await self._body(request)
         try:
             text = body.decode("utf-8")
-            parsed = api.parse(text)
+            parsed = api.parse(text, self.recent.of(api.name))
         except UnicodeDecodeError:
             raise ProxyError(400, "the request body is not UTF-8 text; send JSON") from None
         except JsonTextError as exc:
@@ -326,6 +339,7 @@ class _Proxy:
             ) from None
         if api.check(parsed) is not None or not parsed.messages:
             return await self._forward(request, body)
+        self.recent.keep(api.name, parsed)
         header = request.headers.get(FAMILY_HEADER)
         if header is not None:
             try:
@@ -347,6 +361,7 @@ class _Proxy:
             # The replay would be rejected; the client's own history goes as it came.
             return await self._forward(request, body)
         session = _Session(self, request, api, parsed, prepared)
+        sessions.append(session)
         if parsed.stream:
             return await session.stream()
         return await session.complete()
@@ -362,6 +377,57 @@ class _Proxy:
         tools = schemas(names)
         lean = build(self.ws, api, request, match, tools, self.policy)
         return _Prepared(match, lean, tools, frozenset(names), list(chain))
+
+
+class _Deferred:
+    """A write of the store that a request started late, off its critical path: a
+    non-streamed answer's once the client has it, a streamed one's after its first event
+    (a real upstream takes far longer to answer than the write takes, either way)."""
+
+    def __init__(self, proxy: _Proxy, write: Callable[[], None]) -> None:
+        self._proxy = proxy
+        self._write: Callable[[], None] | None = write
+        self.future: Future[None] | None = None
+
+    def start(self) -> Future[None] | None:
+        """Submit the write (once; later calls return the same future)."""
+        write, self._write = self._write, None
+        if write is not None:
+            try:
+                self.future = self._proxy.writer.submit(write)
+            except RuntimeError:  # shutting down: the client's next request carries them
+                self._proxy._written()
+                return None
+            self.future.add_done_callback(self._proxy._written)
+        return self.future
+
+
+class _Recent:
+    """The latest requests parsed, per API, newest first: the next request of a client holds
+    most of its previous one's text, whose parse (and digests) it takes instead of doing
+    them again. Bounded in number and in chars (the texts are kept whole)."""
+
+    def __init__(self, depth: int = RECENT_REQUESTS, chars: int = RECENT_CHARS) -> None:
+        self.depth = depth
+        self.chars = chars
+        self._lists: dict[str, list[ClientRequest]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, api: str) -> list[ClientRequest]:
+        with self._lock:
+            return list(self._lists.get(api, ()))
+
+    def keep(self, api: str, request: ClientRequest) -> None:
+        with self._lock:
+            kept = [request, *(r for r in self._lists.get(api, ()) if r is not request)]
+            del kept[self.depth :]
+            total = 0
+            for n, r in enumerate(kept):
+                total += len(r.text)
+                if total > self.chars:
+                    del kept[n:]
+                    break
+            self._lists[api] = kept
 
 
 def _api_for(path: str) -> Api:
@@ -411,9 +477,13 @@ class _Session:
         # write is done finds the conversation shorter and stores the same messages itself
         # (each append is conditional on the length it read, so one of the two does).
         pending = prepared.match.pending
-        self.writing: Future[None] | None = (
-            proxy.write_later(pending) if pending is not None else None
-        )
+        self.writing = proxy.write_later(pending) if pending is not None else None
+
+    def start_writing(self) -> None:
+        """Start the deferred write (the app calls this once the answer is out, whatever
+        happened; the stream, after its first event)."""
+        if self.writing is not None:
+            self.writing.start()
 
     def _upstream(self, *, stream: bool) -> httpx2.Request:
         return self.proxy.client.build_request(
@@ -507,9 +577,10 @@ class _Session:
         failed (another request of the conversation stored first, a full disk) changes
         nothing: the next request carries those messages again."""
         writing, self.writing = self.writing, None
-        if writing is not None:
+        future = writing.start() if writing is not None else None
+        if future is not None:
             with contextlib.suppress(WorkspaceError):
-                await anyio.to_thread.run_sync(writing.result)
+                await anyio.to_thread.run_sync(future.result)
 
     async def _store(self, round: Round, note: str | None) -> None:
         await self._written()
@@ -577,12 +648,20 @@ class _Session:
         if response.status_code >= 400:
             return _passed(response)
         return StreamingResponse(
-            self._events(response),
+            self._writing_after_first(self._events(response)),
             status_code=response.status_code,
             headers=_pass_headers(response, keep_length=False),
         )
 
-    async def _events(self, response: httpx2.Response) -> AsyncIterator[bytes]:
+    async def _writing_after_first(
+        self, chunks: AsyncGenerator[bytes, None]
+    ) -> AsyncIterator[bytes]:
+        async with contextlib.aclosing(chunks) as inner:
+            async for chunk in inner:
+                yield chunk
+                self.start_writing()
+
+    async def _events(self, response: httpx2.Response) -> AsyncGenerator[bytes, None]:
         previous: StreamTranslator | None = None
         try:
             while True:
@@ -670,6 +749,18 @@ def _stream_error(api: Api, response: httpx2.Response) -> tuple[str | None, str]
     )
 
 
+def _collect_less() -> None:
+    """The garbage collector of a proxy process: what startup made (modules, schemas, the
+    app) moved out of its reach, and a young generation large enough for one request's
+    parsed JSON. Otherwise its collections cost the proxy more CPU than its own work: a
+    request allocates thousands of dicts and lists (freed by reference counting, not by it),
+    and each full collection walks every object of the process."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG, middle, old)
+
+
 def serve(
     workspace: Workspace,
     config: ProxyConfig,
@@ -691,6 +782,7 @@ def serve(
         uvicorn.Config(proxy_app(workspace, config), log_level="warning", access_log=False)
     )
     shown = f"[{host}]" if ":" in host else host
+    _collect_less()
 
     async def run() -> None:
         async with anyio.create_task_group() as tasks:

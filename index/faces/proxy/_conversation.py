@@ -70,6 +70,7 @@ DIGEST_CHARS = 16
 MAX_CANDIDATES = 4  # conversations read to find the one a request extends, at most
 MAX_ATTEMPTS = 5  # re-reads when another request of the same conversation stored first
 KNOWN_CONVERSATIONS = 16  # conversations a process keeps parsed between requests (memory)
+KNOWN_TAIL = 64  # messages stored since a kept copy that are read alone, at most
 BOOKKEEPING = frozenset({"id", PROXY_KEY, "block_ids", "meta", "stub", "api_message_id"})
 _READERS = re.compile(r"\| read with: ([a-z_]+(?:, [a-z_]+)*)(?: \| warnings: .*)?$")
 # Fields a client may drop or leave null when it sends back an answer it was given.
@@ -84,15 +85,24 @@ _ECHOED = frozenset(
 def digests(request: ClientRequest) -> list[str]:
     """The running digest of the request's history after each message: over the client's
     own text of each message, ``cache_control`` members left out (clients move their
-    breakpoints from request to request)."""
-    h = hashlib.sha256()
-    out = []
+    breakpoints from request to request). The messages it holds of an earlier request
+    (`ClientRequest.like`) are not hashed again."""
+    like = request.like
+    states: list[Any] = []
+    if like is not None and len(like.hashes) >= request.reused:
+        states = like.hashes[: request.reused]
+    h = states[-1][0].copy() if states else hashlib.sha256()
     text = request.text
-    for value, (start, end) in zip(request.messages, request.spans, strict=True):
+    for n in range(len(states), len(request.messages)):
+        start, end = request.spans[n]
+        value = request.messages[n]
         h.update(without_key(text, start, end, value, "cache_control").encode("utf-8", "replace"))
         h.update(b"\x1e")
-        out.append(h.copy().hexdigest()[:DIGEST_CHARS])
-    return out
+        state = h.copy()
+        states.append((state, state.hexdigest()[:DIGEST_CHARS]))
+    if not request.hashes:
+        request.hashes.extend(states)  # one call: a reader in another thread sees all or none
+    return [digest for _, digest in states]
 
 
 def family(api: Api, request: ClientRequest, header: str | None, chain: Sequence[str]) -> str:
@@ -195,12 +205,26 @@ class Known:
         self._lock = threading.Lock()
 
     def read(self, ws: Workspace, cid: str) -> tuple[list[dict[str, Any]], list[str]]:
-        """The stored messages of ``cid`` and the digests known to match them."""
+        """The stored messages of ``cid`` and the digests known to match them. When the
+        store holds a few more than the copy (another request's write, this process's own
+        just before it kept its copy), only those are read: stored messages never change."""
         (stats,) = ws.conversation_stats(cid)
         with self._lock:
             entry = self._entries.get(cid)
-        if entry is not None and (entry.count, entry.last_id) == (stats.messages, stats.last_id):
+        if entry is None:
+            return ws.messages(cid), []
+        if (entry.count, entry.last_id) == (stats.messages, stats.last_id):
             return entry.stored, entry.chain
+        more = stats.messages - entry.count
+        if entry.stored and 0 < more <= KNOWN_TAIL:
+            # The copy's last message too, to check that the store still continues it.
+            page = ws.message_page(cid, limit=more + 1)
+            if (
+                [at for at, _ in page] == list(range(entry.count, stats.messages + 1))
+                and page[0][1] == entry.stored[-1]
+                and page[-1][1].get("id") == stats.last_id
+            ):
+                return [*entry.stored, *(m for _, m in page[1:])], entry.chain
         return ws.messages(cid), []
 
     def keep(self, cid: str, stored: list[dict[str, Any]], chain: Sequence[str]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..._errors import RequestBodyError as JsonTextError
@@ -97,17 +97,35 @@ class ObjectText:
     start: int
     end: int
     elements: dict[str, list[tuple[int, int]]]  # element spans of the arrays asked for
+    # Per array asked for: the earlier parse whose leading elements it took, and how many.
+    reused: dict[str, tuple[ObjectText, int]] = field(default_factory=dict)
 
     def span(self, key: str) -> tuple[int, int] | None:
         member = self.members.get(key)
         return (member.start, member.end) if member is not None else None
 
 
+# Values whose text ends where it closes: text that starts with such a value's whole text
+# holds that very value there (a number could go on: "1" starts "12").
+_CLOSED = frozenset('{["')
+
+
 def parse_object(
-    text: str, start: int = 0, *, whole: bool = True, arrays: Sequence[str] = ()
+    text: str,
+    start: int = 0,
+    *,
+    whole: bool = True,
+    arrays: Sequence[str] = (),
+    like: Sequence[ObjectText] = (),
 ) -> ObjectText:
     """Parse the JSON object at ``text[start:]`` with the span of each member, and of each
     element of the members named in ``arrays`` that hold an array (parsed once either way).
+
+    ``like``: earlier parses (of a client's previous requests) whose values are taken, not
+    parsed again, where this text holds the same text: a member whose value text is the
+    same, and the leading elements of an array asked for that are the same text as those of
+    one earlier parse. A value taken is the earlier parse's own object: callers never change
+    parsed values in place.
 
     Raises:
         JsonTextError: not a JSON object (or, with ``whole``, more than one value).
@@ -116,10 +134,38 @@ def parse_object(
     members: list[Member] = []
     value: dict[str, Any] = {}
     elements: dict[str, list[tuple[int, int]]] = {}
-    end = _walk_object(text, i, members, value, arrays, elements)
+    reused: dict[str, tuple[ObjectText, int]] = {}
+    end = _walk_object(text, i, members, value, arrays, elements, like, reused)
     if whole and _skip(text, end) != len(text):
         raise JsonTextError(f"extra data after the JSON object at char {end}")
-    return ObjectText(text, value, {m.key: m for m in members}, i, end, elements)
+    return ObjectText(text, value, {m.key: m for m in members}, i, end, elements, reused)
+
+
+def _same_member(text: str, start: int, key: str, like: Sequence[ObjectText]) -> Any:
+    """The value an earlier parse had for ``key`` when this text holds its text at
+    ``start`` (and its end), else None."""
+    for earlier in like:
+        member = earlier.members.get(key)
+        if member is None or earlier.text[member.start : member.start + 1] not in _CLOSED:
+            continue
+        length = member.end - member.start
+        if text.startswith(earlier.text[member.start : member.end], start):
+            return earlier, start + length
+    return None
+
+
+def _same_elements(
+    text: str, i: int, key: str, like: Sequence[ObjectText]
+) -> tuple[ObjectText, list[tuple[int, int]], list[Any]] | None:
+    """The earlier parse whose array ``key`` starts with the element at ``i``."""
+    for earlier in like:
+        spans = earlier.elements.get(key)
+        if not spans:
+            continue
+        s, e = spans[0]
+        if earlier.text[s : s + 1] in _CLOSED and text.startswith(earlier.text[s:e], i):
+            return earlier, spans, earlier.value[key]
+    return None
 
 
 def _walk_object(
@@ -129,6 +175,8 @@ def _walk_object(
     values: dict[str, Any] | None,
     arrays: Sequence[str],
     elements: dict[str, list[tuple[int, int]]],
+    like: Sequence[ObjectText] = (),
+    reused: dict[str, tuple[ObjectText, int]] | None = None,
 ) -> int:
     if text[i : i + 1] != "{":
         raise JsonTextError(f"expected a JSON object at char {i}")
@@ -147,10 +195,16 @@ def _walk_object(
         if text[i : i + 1] != ":":
             raise JsonTextError(f"expected ':' after a member name at char {i}")
         start = _skip(text, i + 1)
-        if key in arrays and text[start : start + 1] == "[":
-            found, end = array_elements(text, start)
+        same = _same_member(text, start, key, like) if like and key not in arrays else None
+        if same is not None:
+            earlier, end = same
+            value = earlier.value[key]
+        elif key in arrays and text[start : start + 1] == "[":
+            found, end, taken = _elements(text, start, key, like)
             value = [v for v, _, _ in found]
             elements[key] = [(s, e) for _, s, e in found]
+            if taken is not None and reused is not None:
+                reused[key] = taken
         else:
             value, end = _value(text, start)
         members.append(Member(key, key_start, start, end))
@@ -168,23 +222,71 @@ def _walk_object(
 def array_elements(text: str, start: int) -> tuple[list[tuple[Any, int, int]], int]:
     """``(value, start, end)`` of each element of the array whose ``[`` is at ``start``, and
     the array's end."""
+    found, end, _ = _elements(text, start, "", ())
+    return found, end
+
+
+def _elements(
+    text: str, start: int, key: str, like: Sequence[ObjectText]
+) -> tuple[list[tuple[Any, int, int]], int, tuple[ObjectText, int] | None]:
+    """`array_elements`, and the earlier parse (of ``like``, array ``key``) whose leading
+    elements it took, with how many (see `parse_object`)."""
     i = _skip(text, start)
     if text[i : i + 1] != "[":
         raise JsonTextError(f"expected a JSON array at char {i}")
     out: list[tuple[Any, int, int]] = []
     i = _skip(text, i + 1)
     if text[i : i + 1] == "]":
-        return out, i + 1
+        return out, i + 1, None
+    same = _same_elements(text, i, key, like) if like else None
+    taken = 0
+    if same is not None:
+        earlier, spans, earlier_values = same
+        taken = _leading(text, i, earlier.text, spans)
+        shift = i - spans[0][0]
+        out = [(earlier_values[n], s + shift, e + shift) for n, (s, e) in enumerate(spans[:taken])]
+        i = _skip(text, spans[taken - 1][1] + shift)
+        char = text[i : i + 1]
+        if char == "]":
+            return out, i + 1, (earlier, taken)
+        if char != ",":
+            raise JsonTextError(f"expected ',' or ']' at char {i}")
+        i = _skip(text, i + 1)
     while True:
         value, end = _value(text, i)
         out.append((value, i, end))
         i = _skip(text, end)
         char = text[i : i + 1]
         if char == "]":
-            return out, i + 1
+            return out, i + 1, (same[0], taken) if same is not None else None
         if char != ",":
             raise JsonTextError(f"expected ',' or ']' at char {i}")
         i = _skip(text, i + 1)
+
+
+def _leading(text: str, i: int, earlier: str, spans: Sequence[tuple[int, int]]) -> int:
+    """How many leading elements of an earlier array (its ``spans`` in ``earlier``) ``text``
+    holds from ``i`` on, separators included, the first one known to match. Found with a few
+    comparisons of whole prefixes (the standard library's, in C), not element by element."""
+    first = spans[0][0]
+
+    def holds(k: int) -> bool:
+        return earlier[spans[k - 1][0] : spans[k - 1][0] + 1] in _CLOSED and text.startswith(
+            earlier[first : spans[k - 1][1]], i
+        )
+
+    n = len(spans)
+    for k in (n, n - 1, n - 2):  # a client's next request: all, or all but the last ones
+        if k > 1 and holds(k):
+            return k
+    lo, hi = 1, max(1, n - 3)  # holds(lo); the answer is at most hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if holds(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _same(a: Any, b: Any) -> bool:
