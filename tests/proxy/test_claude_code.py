@@ -28,6 +28,7 @@ import pytest
 from leanreplay.placeholders import check_pairing, is_placeholder, parse_read_call
 from tests.conftest import REPO, SAMPLES, in_ci
 from tests.proxy.conftest import Proxy
+from tests.proxy.test_readme_proxy import ANTHROPIC_URL, claude_code_env
 from tests.proxy.upstream import Answer, Recorded, Tool, answer
 
 NODE_BIN = REPO / ".ci" / "node" / "node_modules" / ".bin"
@@ -48,6 +49,19 @@ def binary(name: str, package: str) -> str:
             pytest.fail(message + " under CI=true")
         pytest.skip(message)
     return found
+
+
+def log_blocks(log: str) -> list[dict[str, Any]]:
+    """Every content block of every message in a Claude Code session log (JSON lines)."""
+    out = []
+    for line in log.splitlines():
+        entry = json.loads(line)
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        out += (
+            [b for b in content or [] if isinstance(b, dict)] if isinstance(content, list) else []
+        )
+    return out
 
 
 def log_line(name: str, n: int) -> str:
@@ -112,10 +126,12 @@ class Model:
 
 
 def run_claude(claude: str, proxy: Proxy, cwd: Path, home: Path, *args: str) -> str:
+    readme = {k: v.replace(ANTHROPIC_URL, proxy.url) for k, v in claude_code_env().items()}
+    assert readme == {"ANTHROPIC_BASE_URL": proxy.url}  # the README's set-up, its port ours
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
-        "ANTHROPIC_BASE_URL": proxy.url,  # the README's set-up
+        **readme,
         "ANTHROPIC_API_KEY": "sk-ant-claude-code-test",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
@@ -168,9 +184,14 @@ def test_claude_code_through_the_proxy(proxy: Proxy, tmp_path: Path) -> None:
     assert any(is_placeholder(s) for s in strings(fetched))
     for recorded in main:
         assert check_pairing(recorded.json["messages"]) == []
-    # Claude Code saw none of it: its own log of the session has no call of ours.
+    # Claude Code saw none of it: its own log of the session has no tool or call of ours,
+    # only the calls of its own Read tool.
     (log,) = home.glob(f".claude/projects/*/{session}.jsonl")
-    assert "conversation_read" not in log.read_text()
+    seen = log.read_text()
+    for ours in names[-3:]:
+        assert ours not in seen, ours
+    used = {b.get("name") for b in log_blocks(seen) if b.get("type") == "tool_use"}
+    assert used == {"Read"}
 
     second = run_claude(claude, proxy, root, home, "--resume", session, "And what about line 9?")
     assert "Line 9 is in the log too" in second
