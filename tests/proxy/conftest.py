@@ -35,8 +35,8 @@ class Proxy:
     app: Any = None
 
     def workspace(self) -> Workspace:
-        """The proxy's store, once its deferred writes are done (they finish while the
-        upstream answers, which the fake upstream does at once)."""
+        """The proxy's store, once its deferred writes are done (they run after the answer
+        went out: read the store after a request only through this)."""
         assert self.app.settle(), "the proxy's writes did not finish"
         return Workspace(self.home)
 

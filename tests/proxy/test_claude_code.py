@@ -210,7 +210,7 @@ def test_claude_code_through_the_proxy(proxy: Proxy, tmp_path: Path) -> None:
     ]
     assert "conversation_read" in calls  # the round, replayed in place
     assert check_pairing(replayed) == []
-    ws = proxy.workspace()  # the last request's new messages are stored while it is answered
+    ws = proxy.workspace()  # the last request's new messages are stored after its answer
     assert f"claude-code-{session}" in ws.conversations()
     stored = ws.messages(f"claude-code-{session}")
     assert re.search(r"And what about line 9\?", json.dumps(stored[-1]))

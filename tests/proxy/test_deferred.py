@@ -1,4 +1,4 @@
-"""The deferred write of a request's new messages (stored while the upstream answers) when
+"""The deferred write of a request's new messages (stored after the answer went out) when
 the client's next request comes before it ran: each message is stored once, in order, and
 the next requests still find the conversation."""
 

@@ -471,11 +471,12 @@ class _Session:
         self.rounds = 0  # upstream calls made
         self.retried = False
         self.group_id: str | None = None
-        # The request's new messages are stored while the upstream answers (a deferred
-        # write; see `conversation_of`); only the proxy's own rounds wait for it, since they
-        # are stored after them. Nothing else needs to: a next request that comes before the
-        # write is done finds the conversation shorter and stores the same messages itself
-        # (each append is conditional on the length it read, so one of the two does).
+        # The request's new messages are stored off its path (a deferred write, see
+        # `conversation_of`, started once the answer is out: `start_writing`); only the
+        # proxy's own rounds wait for it, since they are stored after them. Nothing else
+        # needs to: a next request that comes before the write is done finds the
+        # conversation shorter and holds the same messages as new; whichever write runs
+        # second stores only what the first did not (`_commit_later`).
         pending = prepared.match.pending
         self.writing = proxy.write_later(pending) if pending is not None else None
 

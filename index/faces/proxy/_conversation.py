@@ -304,7 +304,7 @@ def conversation_of(
     """Find (or start) the conversation the request continues and store what is new in it.
 
     With ``defer``, a continued conversation's new messages may be left to store later:
-    ``Match.pending`` then does the write (the proxy runs it while the upstream answers).
+    ``Match.pending`` then does the write (the proxy runs it once the answer is out).
     It is never deferred when the new messages carry inline attachments (their cards belong
     in this very request) or when the conversation is new.
 
