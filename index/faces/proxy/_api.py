@@ -177,7 +177,10 @@ class Api(ABC):
         upstream to judge), or None."""
         if request.history_span is None:
             return f"the request has no {self.history_key} list"
-        for i, message in enumerate(request.messages):
+        # The messages taken from an earlier request passed this check there (the proxy
+        # keeps only requests that did).
+        for i in range(request.reused, len(request.messages)):
+            message = request.messages[i]
             if not isinstance(message, dict) or role_of(message) is None:
                 return f"{self.history_key}[{i}] is not a message with a role"
         return None
