@@ -192,6 +192,7 @@ class _Known:
     last_id: str | None
     stored: list[dict[str, Any]]
     chain: list[str]  # the digests of the request that last matched it
+    shown: list[tuple[Any, int | None]]  # views(stored), made when kept (off a request's path)
 
 
 class Known:
@@ -227,9 +228,17 @@ class Known:
                 return [*entry.stored, *(m for _, m in page[1:])], entry.chain
         return ws.messages(cid), []
 
+    def views(self, cid: str, stored: list[dict[str, Any]]) -> list[tuple[Any, int | None]]:
+        """`views` of ``stored``: the kept copy's when ``stored`` is that copy."""
+        with self._lock:
+            entry = self._entries.get(cid)
+        return entry.shown if entry is not None and entry.stored is stored else views(stored)
+
     def keep(self, cid: str, stored: list[dict[str, Any]], chain: Sequence[str]) -> None:
         last = stored[-1].get("id") if stored else None
-        entry = _Known(len(stored), last if isinstance(last, str) else None, stored, list(chain))
+        entry = _Known(
+            len(stored), last if isinstance(last, str) else None, stored, list(chain), views(stored)
+        )
         with self._lock:
             self._entries[cid] = entry
             self._entries.move_to_end(cid)
@@ -255,12 +264,14 @@ def _common(
     stored: Sequence[Mapping[str, Any]],
     chain: Sequence[str] = (),
     seen: Sequence[str] = (),
+    shown: list[tuple[Any, int | None]] | None = None,
 ) -> tuple[int, bool, dict[str, int]]:
     """How many of the request's messages the stored view holds, whether the request
     extends all of it, and the stored id of each request message it holds. ``seen`` is the
     digest chain of an earlier request already found to match: where this request's chain
     agrees with it, its messages are the same bytes and are not compared again."""
-    shown = views(stored)
+    if shown is None:
+        shown = views(stored)
     owners: dict[str, int] = {}
     agreed = len(seen)
     if not (agreed and agreed <= len(chain) and chain[agreed - 1] == seen[agreed - 1]):
@@ -321,7 +332,8 @@ def conversation_of(
                 stored, seen = known.read(ws, cid) if known else (ws.messages(cid), [])
             except ConversationNotFoundError:
                 continue
-            n, extends, owners = _common(request, stored, chain, seen)
+            shown = known.views(cid, stored) if known else None
+            n, extends, owners = _common(request, stored, chain, seen, shown)
             if extends:
                 match = _plan(request, cid, stored, n, owners)
                 if defer and _deferrable(ws, match, stored):
