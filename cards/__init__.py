@@ -18,6 +18,7 @@ from ._card import (
 )
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
 from ._pdf import PdfFacts, decode_text_string, probe_pdf
+from ._zipdir import ZipEntry, count_zip_entries, inflate_member, walk_zip
 
 __all__ = [
     "CARD_TOOLS",
@@ -28,11 +29,15 @@ __all__ = [
     "NotARegularFileError",
     "PdfFacts",
     "TOOLS_BY_KIND",
+    "ZipEntry",
     "card_for",
     "card_for_descriptor",
+    "count_zip_entries",
     "decode_text_string",
     "human_size",
+    "inflate_member",
     "pdf_facts",
     "probe_pdf",
     "quote",
+    "walk_zip",
 ]

@@ -1,5 +1,6 @@
-"""Archive facts: zip entry counts from the end-of-central-directory record in constant time;
-names and sizes from the central directory or the tar headers, bounded; gzip header and trailer."""
+"""Archive facts: zip entry counts from the central directory, counted header by header up to
+`MAX_LISTED_ENTRIES` (the end record's claim is checked, never trusted); names and sizes from
+the central directory or the tar headers, bounded; gzip header and trailer."""
 
 from __future__ import annotations
 
@@ -13,43 +14,11 @@ import tarfile
 import zipfile
 from typing import IO, Any
 
-from ._zipxml import open_zip
+from ._zipdir import count_zip_entries, walk_zip
 
 __all__ = ["ARCHIVE_TOOLS", "archive_facts", "zip_entries"]
 
 ARCHIVE_TOOLS = ("archive_list",)
-
-_EOCD = b"PK\x05\x06"
-_EOCD64_LOCATOR = b"PK\x06\x07"
-_EOCD64 = b"PK\x06\x06"
-_MAX_COMMENT = 0xFFFF
-
-
-def zip_entries(fd: int, size: int) -> int | None:
-    """Entry count recorded in the zip's central directory, or None if there is none."""
-    span = min(size, 22 + _MAX_COMMENT)
-    if span < 22:
-        return None
-    tail = os.pread(fd, span, size - span)
-    at = tail.rfind(_EOCD)
-    if at < 0 or len(tail) - at < 22:
-        return None
-    (total,) = struct.unpack_from("<H", tail, at + 10)
-    if total != 0xFFFF or at < 20:
-        return int(total)
-    # ZIP64: the locator sits right before the classic record.
-    locator = tail[at - 20 : at]
-    if not locator.startswith(_EOCD64_LOCATOR):
-        return int(total)
-    (offset,) = struct.unpack_from("<Q", locator, 8)
-    if offset + 56 > size:
-        return None
-    record = os.pread(fd, 56, offset)
-    if not record.startswith(_EOCD64):
-        return None
-    (total64,) = struct.unpack_from("<Q", record, 32)
-    return int(total64)
-
 
 MAX_LISTED_ENTRIES = 100_000  # a zip's central directory is parsed only up to this many entries
 MAX_TAR_HEADERS = 10_000  # tar headers walked for a card (each one a seek)
@@ -99,21 +68,46 @@ def archive_facts(fd: int, size: int, mime: str, name: str) -> tuple[dict[str, A
     return facts, []
 
 
-def _zip_facts(fd: int, size: int) -> tuple[dict[str, Any], list[str]]:
-    entries = zip_entries(fd, size)
-    if entries is None:
-        return {"entries": None}, ["zip central directory not found; the archive may be truncated"]
-    facts: dict[str, Any] = {"entries": entries}
-    if entries > MAX_LISTED_ENTRIES:
-        return facts, [f"over {MAX_LISTED_ENTRIES:,} entries: archive_list pages through them"]
+def zip_entries(fd: int, size: int) -> tuple[int | None, list[str]]:
+    """The zip's entry count, and warnings: the end record's claim when it is over
+    `MAX_LISTED_ENTRIES`, else the entries its central directory really holds (counted, at
+    most that many headers read), with a warning when the two differ."""
     try:
-        with open_zip(fd) as z:
-            infos = z.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        return facts, [f"zip central directory unreadable: {exc}"]
-    facts["uncompressed_bytes"] = sum(i.file_size for i in infos)
-    facts["first_entries"] = sorted(i.filename for i in infos)[:FIRST_ENTRIES]
-    return facts, []
+        claimed, held = count_zip_entries(fd, size, MAX_LISTED_ENTRIES)
+    except (zipfile.BadZipFile, OSError, struct.error) as exc:
+        return None, [f"zip central directory unreadable: {exc}"]
+    if claimed is None:
+        return None, ["zip central directory not found; the archive may be truncated"]
+    if claimed > MAX_LISTED_ENTRIES:
+        return claimed, [f"over {MAX_LISTED_ENTRIES:,} entries: archive_list pages through them"]
+    if held > MAX_LISTED_ENTRIES:
+        return None, [
+            f"the end record claims {claimed:,} entries but the central directory holds over "
+            f"{MAX_LISTED_ENTRIES:,}: archive_list pages through them"
+        ]
+    if held != claimed:
+        return held, [
+            f"the end record claims {claimed:,} entries; the central directory holds {held:,}"
+        ]
+    return held, []
+
+
+def _zip_facts(fd: int, size: int) -> tuple[dict[str, Any], list[str]]:
+    entries, warnings = zip_entries(fd, size)
+    facts: dict[str, Any] = {"entries": entries}
+    if entries is None or entries > MAX_LISTED_ENTRIES:
+        return facts, warnings
+    total = 0
+    names: list[str] = []
+    try:
+        for entry in walk_zip(fd, size):
+            total += entry.size
+            names.append(entry.name)
+    except (zipfile.BadZipFile, OSError, struct.error) as exc:
+        return facts, [*warnings, f"zip central directory unreadable: {exc}"]
+    facts["uncompressed_bytes"] = total
+    facts["first_entries"] = sorted(names)[:FIRST_ENTRIES]
+    return facts, warnings
 
 
 def _tar_facts(fd: int) -> tuple[dict[str, Any], list[str]]:

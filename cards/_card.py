@@ -229,9 +229,8 @@ def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> 
     elif kind in ("audio", "video"):
         facts, notes = media_facts(fd)
     if kind in _ZIP_CONTAINERS and head.startswith(b"PK") and not light:
-        entries = zip_entries(fd, size)
-        if entries is None:
-            notes.append("zip central directory not found; the archive may be truncated")
+        entries, warnings = zip_entries(fd, size)
+        notes += warnings
         facts["entries"] = entries
     tools = TOOLS_BY_KIND.get(kind, ())
     if kind == "archive" and light:
@@ -239,7 +238,7 @@ def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> 
     elif kind == "archive":
         more, more_notes = archive_facts(fd, size, mime, name)
         facts.update(more)
-        notes = [n for n in notes if "central directory" not in n] + more_notes
+        notes = [n for n in notes if n not in more_notes] + more_notes
         tools = ARCHIVE_TOOLS if more or mime == "application/zip" else ()
     table = table_format(name, mime, head)
     if table in ("csv", "tsv") and kind == "text":

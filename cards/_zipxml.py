@@ -13,6 +13,8 @@ from typing import IO, Any
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
+from ._zipdir import count_zip_entries
+
 __all__ = [
     "MAX_ZIP_ENTRIES",
     "ODF_TABLE",
@@ -49,7 +51,12 @@ UNREADABLE = (
 
 @contextmanager
 def open_zip(fd: int) -> Iterator[zipfile.ZipFile]:
-    """The zip archive in an open file, read through a duplicate of ``fd`` (left open)."""
+    """The zip archive in an open file, read through a duplicate of ``fd`` (left open). Its
+    central directory is counted first: ``zipfile`` parses all of it, whatever the end record
+    claims, so one holding over `MAX_ZIP_ENTRIES` is refused (``zipfile.BadZipFile``)."""
+    _, held = count_zip_entries(fd, os.fstat(fd).st_size, MAX_ZIP_ENTRIES)
+    if held > MAX_ZIP_ENTRIES:
+        raise zipfile.BadZipFile(f"over {MAX_ZIP_ENTRIES:,} zip entries; not opened")
     with os.fdopen(os.dup(fd), "rb") as stream, zipfile.ZipFile(stream) as z:
         yield z
 
