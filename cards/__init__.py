@@ -18,6 +18,7 @@ from ._card import (
 )
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
 from ._pdf import PdfFacts, decode_text_string, probe_pdf
+from ._table import SheetExtent, xlsx_extent
 from ._zipdir import ZipEntry, count_zip_entries, inflate_member, walk_zip
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "FileUnreadableError",
     "NotARegularFileError",
     "PdfFacts",
+    "SheetExtent",
     "TOOLS_BY_KIND",
     "ZipEntry",
     "card_for",
@@ -40,4 +42,5 @@ __all__ = [
     "probe_pdf",
     "quote",
     "walk_zip",
+    "xlsx_extent",
 ]

@@ -13,8 +13,10 @@ import os
 import re
 import struct
 import zipfile
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
+from ._zipdir import ZipEntry, inflate_member, walk_zip
 from ._zipxml import (
     ODF_TABLE,
     ODF_TEXT,
@@ -30,11 +32,13 @@ from ._zipxml import (
 __all__ = [
     "MAX_HEADER_COLUMNS",
     "TABLE_TOOLS",
+    "SheetExtent",
     "csv_facts",
     "parquet_facts",
     "sniff_delimiter",
     "table_format",
     "workbook_facts",
+    "xlsx_extent",
 ]
 
 CSV_HEAD_BYTES = 64 * 1024  # the header and delimiter are read from this much
@@ -233,6 +237,77 @@ def _ods_facts(z: zipfile.ZipFile) -> tuple[list[dict[str, Any]], int]:
     return sheets, len(sheets)
 
 
+class SheetExtent(NamedTuple):
+    """What reading one workbook sheet costs a reader that holds it densely (calamine):
+    the rows and columns its cells' references reach (from A1), the inflated bytes of the
+    sheet's XML and of the shared strings (each counted up to the limit given, then
+    ``limit + 1``)."""
+
+    name: str
+    rows: int
+    columns: int
+    sheet_bytes: int
+    strings_bytes: int
+
+
+_ROW_REF = re.compile(rb"<(?:\w+:)?row\b[^>]*?\sr=\"(\d{1,9})\"")
+_CELL_ROW = re.compile(rb"\sr=\"\$?[A-Z]{1,3}\$?(\d{1,9})\"")
+_CELL_COLUMNS = [re.compile(rb"\sr=\"\$?([A-Z]{%d})\$?\d" % n) for n in (3, 2, 1)]
+_CARRY = 4096  # bytes of an unfinished tag kept for the next chunk
+
+
+def _member(fd: int, size: int, name: str) -> ZipEntry | None:
+    return next((e for e in walk_zip(fd, size) if e.name == name), None)
+
+
+def _inflated(fd: int, size: int, entry: ZipEntry | None, limit: int) -> Iterator[bytes]:
+    """The member's bytes, ending once more than ``limit`` were inflated."""
+    if entry is None:
+        return
+    total = 0
+    for chunk, _ in inflate_member(fd, size, entry):
+        total += len(chunk)
+        yield chunk
+        if total > limit:
+            return
+
+
+def xlsx_extent(fd: int, sheet: str | None, max_bytes: int) -> SheetExtent | None:
+    """The extent of the sheet named ``sheet`` (the first one if None) of an xlsx workbook,
+    from one pass over its XML; None if there is no such sheet. Raises what reading a damaged
+    zip raises (`UNREADABLE`)."""
+    size = os.fstat(fd).st_size
+    with open_zip(fd) as z:
+        sheets = _xlsx_sheets(z)
+    found = next((s for s in sheets if sheet is None or s[0] == sheet), None)
+    if found is None:
+        return None
+    rows = columns = sheet_bytes = 0
+    column = b""
+    carry = b""
+    for chunk in _inflated(fd, size, _member(fd, size, found[1]), max_bytes):
+        sheet_bytes += len(chunk)
+        data = carry + chunk
+        cut = data.rfind(b"<")
+        if cut < 0 or len(data) - cut > _CARRY:
+            cut = len(data)
+        data, carry = data[:cut], data[cut:]
+        rows = max(rows, *map(int, _ROW_REF.findall(data)), *map(int, _CELL_ROW.findall(data)))
+        for pattern in _CELL_COLUMNS:
+            letters = pattern.findall(data)
+            if letters:
+                widest = max(letters)
+                if (len(widest), widest) > (len(column), column):
+                    column = widest
+                break
+    if column:
+        columns = _column_number(column.decode())
+    strings = sum(
+        len(c) for c in _inflated(fd, size, _member(fd, size, "xl/sharedStrings.xml"), max_bytes)
+    )
+    return SheetExtent(found[0], rows, columns, sheet_bytes, strings)
+
+
 def workbook_facts(fd: int, fmt: str) -> tuple[dict[str, Any], list[str]]:
     """``sheets`` (name, rows and columns where the file records them, header row) of an
     xlsx/xlsm or ods workbook; problems become notes."""
@@ -342,16 +417,21 @@ def _thrift_value(r: _Reader, kind: int, depth: int) -> Any:
         count, inner = head >> 4, head & 0x0F
         if count == 15:  # the count does not fit the header's four bits: a varint follows
             count = r.varint()
-        if count > len(r.data):
-            raise ValueError("list longer than the footer")
+        # Every element takes at least one byte (a boolean in a list is a byte of its own,
+        # unlike a boolean field, whose value is in its header): a claimed length is bounded
+        # by the bytes left, so a footer cannot make its reader loop past its own size.
+        if count > len(r.data) - r.pos:
+            raise ValueError("list longer than the rest of the footer")
+        if inner in (_TRUE, _FALSE):
+            return [r.byte() == _TRUE for _ in range(count)]
         return [_thrift_value(r, inner, depth + 1) for _ in range(count)]
     if kind == _MAP:
         count = r.varint()
         if count == 0:
             return {}
         types = r.byte()
-        if count > len(r.data):
-            raise ValueError("map longer than the footer")
+        if 2 * count > len(r.data) - r.pos:
+            raise ValueError("map longer than the rest of the footer")
         return [
             (_thrift_value(r, types >> 4, depth + 1), _thrift_value(r, types & 0x0F, depth + 1))
             for _ in range(count)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -132,13 +133,16 @@ def connect(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+_DESCRIPTOR = re.compile(r"/(?:proc/self|proc/\d+|dev)/fd/\d+")
+
+
 def clean_error(exc: BaseException, names: dict[str, str]) -> str:
     """The first line of a DuckDB error, with every path in ``names`` (a descriptor path, a
     private folder) replaced by what the caller may see."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     for path, shown in sorted(names.items(), key=lambda item: -len(item[0])):
         text = text.replace(path, shown)
-    return text
+    return _DESCRIPTOR.sub("(the file)", text)  # whatever descriptor path is left
 
 
 def _columns_note(columns: Sequence[str], limit: int = 20) -> str:

@@ -17,10 +17,14 @@ import io
 import json
 import os
 import threading
+import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from leanreplay.cards import xlsx_extent
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
 from .._limits import MAX_ANSWER_CHARS
@@ -60,6 +64,9 @@ MAX_CELL_CHARS = 500  # a longer cell is cut with a marker
 MAX_QUERY_ROWS = 200  # result rows per table_query call
 MAX_QUERY_SECONDS = 60.0  # a query running longer is interrupted
 MAX_CSV_SCAN_BYTES = 8 * 1024 * 1024  # bytes read for one table_read of a CSV
+ROW_BUDGET = MAX_ANSWER_CHARS // 2  # the header, and a row on its own, at most this much text
+MAX_SHEET_CELLS = 20_000_000  # the range a workbook sheet's cells may span (held densely)
+MAX_SHEET_BYTES = 512 * 1024 * 1024  # a sheet's inflated XML, and its shared strings
 _WINDOW = 64 * 1024
 
 
@@ -108,7 +115,7 @@ def _pick(header: Sequence[Any], columns: Sequence[str] | None) -> list[int] | N
     picked = []
     for name in columns:
         if name not in names:
-            shown = ", ".join(json.dumps(n) for n in names[:50])
+            shown = ", ".join(json.dumps(n[:MAX_CELL_CHARS]) for n in names[:50])
             raise InvalidArgumentError(
                 f"no column {name!r}; the header row names: {shown}"
                 + (f" (+{len(names) - 50} more)" if len(names) > 50 else "")
@@ -117,21 +124,46 @@ def _pick(header: Sequence[Any], columns: Sequence[str] | None) -> list[int] | N
     return picked
 
 
-class _Grid:
-    """Collects numbered rows within the row and char bounds."""
+def _fit(cells: list[Any], budget: int) -> list[Any]:
+    """The first cells whose text fits in ``budget`` chars."""
+    kept: list[Any] = []
+    used = 0
+    for cell in cells:
+        used += len(str(cell))
+        if used > budget:
+            break
+        kept.append(cell)
+    return kept
 
-    def __init__(self, picked: list[int] | None) -> None:
+
+class _Grid:
+    """Collects numbered rows within the row and char bounds; a row too long for the answer
+    on its own (a wide CSV line, a binary file read as CSV) is cut to the cells that fit."""
+
+    def __init__(self, picked: list[int] | None, header: Sequence[Any] = ()) -> None:
         self.picked = picked
+        if picked is not None:
+            header = [header[i] if i < len(header) else None for i in picked]
+        # The header is part of the answer too.
+        self.budget = MAX_ANSWER_CHARS - min(sum(len(str(_cell(h))) for h in header), ROW_BUDGET)
         self.rows: list[list[Any]] = []
         self.chars = 0
         self.full = False
+        self.cut: tuple[int, int, int] | None = None  # (row, cells shown, cells)
 
     def add(self, number: int, cells: Sequence[Any]) -> bool:
         if self.picked is not None:
             cells = [cells[i] if i < len(cells) else None for i in self.picked]
         shown = [_cell(c) for c in cells]
         size = sum(len(str(c)) for c in shown)
-        if self.rows and (self.chars + size > MAX_ANSWER_CHARS or len(self.rows) >= MAX_TABLE_ROWS):
+        if self.rows and (self.chars + size > self.budget or len(self.rows) >= MAX_TABLE_ROWS):
+            self.full = True
+            return False
+        if size > ROW_BUDGET:
+            kept = _fit(shown, ROW_BUDGET)
+            self.cut = (number, len(kept), len(shown))
+            self.rows.append([number, *kept])
+            self.chars += sum(len(str(c)) for c in kept)
             self.full = True
             return False
         self.rows.append([number, *shown])
@@ -155,6 +187,8 @@ def _result(
     head = [_cell(h) for h in header]
     if grid.picked is not None:
         head = [head[i] if i < len(head) else None for i in grid.picked]
+    width = len(head)
+    head = _fit(head, ROW_BUDGET)
     out: dict[str, Any] = {"path": shown_path, "format": table.format}
     if sheet is not None:
         out["sheet"] = sheet
@@ -165,6 +199,17 @@ def _result(
         "notes": list(notes or []),
         "next": None,
     }
+    if len(head) < width:
+        out["notes"].append(
+            f"the header row has {width:,} columns; the first {len(head):,} fit in the answer "
+            "and are shown: pick columns with columns=[...]"
+        )
+    if grid.cut is not None:
+        number, kept, cells = grid.cut
+        out["notes"].append(
+            f"row {number} has {cells:,} cells, more text than an answer holds: its first "
+            f"{kept:,} are shown; pick columns with columns=[...]"
+        )
     if grid.full:
         out["notes"].append(f"stopped at {MAX_TABLE_ROWS} rows or {MAX_ANSWER_CHARS:,} chars")
     if grid.rows and (more or grid.full):
@@ -202,7 +247,7 @@ def read_csv_rows(
     head = os.pread(fd, _WINDOW, 0)
     header_line = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
     header = next(csv.reader([header_line.lstrip("\ufeff")], delimiter=table.delimiter), [])
-    grid = _Grid(_pick(header, columns))
+    grid = _Grid(_pick(header, columns), header)
     start = _line_start(index, first)
     if start is None:
         total = index.total_lines()
@@ -256,9 +301,54 @@ def read_csv_rows(
     )
 
 
+_EXTENTS: dict[tuple[str, str | None, int, int], str | None] = {}  # -> refusal, or None
+_EXTENTS_KEPT = 64
+
+
+def _check_extent(table: TableFile, sheet: str | None) -> None:
+    """Refuse a sheet a reader cannot hold: calamine allocates the whole range its cells'
+    references span (two cells at A1 and XFD1048576 asked for 512 GiB and aborted the
+    process), and holds the sheet's XML text and every shared string. Checked on the XML
+    before calamine reads it, once per file content."""
+    key = (fingerprint(table.file), sheet, MAX_SHEET_CELLS, MAX_SHEET_BYTES)
+    if key not in _EXTENTS:
+        _EXTENTS[key] = _extent_refusal(table, sheet)
+        while len(_EXTENTS) > _EXTENTS_KEPT:
+            _EXTENTS.pop(next(iter(_EXTENTS)))
+    refusal = _EXTENTS[key]
+    if refusal is not None:
+        raise WrongFileTypeError(refusal)
+
+
+def _extent_refusal(table: TableFile, sheet: str | None) -> str | None:
+    try:
+        extent = xlsx_extent(table.file.fd, sheet, MAX_SHEET_BYTES)
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError, zlib.error) as exc:
+        return f"{table.file.path!r} cannot be read as a workbook: {exc}"
+    if extent is None:
+        return None  # no such sheet: calamine names the sheets there are
+    shown = f"sheet {extent.name!r} of {table.file.path!r}"
+    cells = extent.rows * extent.columns
+    if cells > MAX_SHEET_CELLS:
+        return (
+            f"{shown} spans {extent.rows:,} rows x {extent.columns:,} columns ({cells:,} cells, "
+            f"over the {MAX_SHEET_CELLS:,} a sheet may span): its cells' references reach that "
+            "far; it is not read"
+        )
+    for what, count in (("XML", extent.sheet_bytes), ("shared strings", extent.strings_bytes)):
+        if count > MAX_SHEET_BYTES:
+            return (
+                f"{shown}: its {what} inflate past {MAX_SHEET_BYTES:,} bytes, the most a sheet "
+                "is read with; it is not read"
+            )
+    return None
+
+
 def _calamine_sheet(table: TableFile, sheet: str | None) -> tuple[Any, str, list[str]]:
     import python_calamine
 
+    if table.format == "xlsx":
+        _check_extent(table, sheet)
     try:
         with fd_path(table.file) as source:
             workbook = python_calamine.CalamineWorkbook.from_path(source)
@@ -290,7 +380,7 @@ def read_sheet_rows(
     total = top + int(data.height)
     rows = data.iter_rows()
     header: list[Any] = next(rows, [])
-    grid = _Grid(_pick(header, columns))
+    grid = _Grid(_pick(header, columns), header)
     if first > max(total, 1):
         raise InvalidArgumentError(
             f"row {first} is past the end: sheet {name!r} has {total:,} rows"
@@ -315,17 +405,28 @@ def read_parquet_rows(
     table: TableFile, first: int, last: int, columns: Sequence[str] | None, scratch: str
 ) -> dict[str, Any]:
     """Rows ``first``..``last`` of a Parquet file (row 1 is the first record)."""
+    import duckdb
+
     with connect([table.file], scratch) as (con, paths):
         source = f"read_parquet({literal(paths[0])})"
-        header: list[Any] = [
-            d[0] for d in con.execute(f"select * from {source} limit 0").description
-        ]
-        grid = _Grid(_pick(header, columns))
-        (total,) = con.execute(f"select count(*) from {source}").fetchone() or (0,)
-        cursor = con.execute(f"select * from {source} limit {MAX_TABLE_ROWS} offset {first - 1}")
-        for number, cells in enumerate(cursor.fetchall(), start=first):
-            if number > last or not grid.add(number, list(cells)):
-                break
+        try:
+            header: list[Any] = [
+                d[0] for d in con.execute(f"select * from {source} limit 0").description
+            ]
+            grid = _Grid(_pick(header, columns), header)
+            (total,) = con.execute(f"select count(*) from {source}").fetchone() or (0,)
+            cursor = con.execute(
+                f"select * from {source} limit {MAX_TABLE_ROWS} offset {first - 1}"
+            )
+            for number, cells in enumerate(cursor.fetchall(), start=first):
+                if number > last or not grid.add(number, list(cells)):
+                    break
+        except duckdb.Error as exc:
+            # DuckDB names the file by the descriptor it was given: never shown.
+            raise WrongFileTypeError(
+                f"{table.file.path!r} cannot be read as a Parquet file: "
+                f"{clean_error(exc, {paths[0]: table.file.path})}"
+            ) from None
     if first > max(int(total), 1):
         raise InvalidArgumentError(f"row {first} is past the end: the file has {total:,} rows")
     more = bool(grid.rows) and grid.rows[-1][0] < int(total)
@@ -428,13 +529,29 @@ def query_table(
     rows: list[list[Any]] = []
     chars = 0
     notes: list[str] = []
+    width = len(names)
+    names = _fit([_cell(n) for n in names], ROW_BUDGET)
+    header_chars = sum(len(str(n)) for n in names)
+    if len(names) < width:
+        notes.append(
+            f"the result has {width:,} columns; the first {len(names):,} fit in the answer "
+            "and are shown: select fewer columns"
+        )
     for record in fetched[:MAX_QUERY_ROWS]:
-        row = [_cell(v) for v in record]
+        row = [_cell(v) for v in record][: len(names)]
         size = sum(len(str(c)) for c in row)
-        if rows and chars + size > MAX_ANSWER_CHARS:
+        if rows and chars + size > MAX_ANSWER_CHARS - header_chars:
             notes.append(
                 f"stopped at {MAX_ANSWER_CHARS:,} chars; aggregate or select fewer columns"
             )
+            break
+        if size > ROW_BUDGET:
+            row = _fit(row, ROW_BUDGET)
+            notes.append(
+                f"a result row holds more text than an answer: its first {len(row):,} values "
+                "are shown; select fewer columns"
+            )
+            rows.append(row)
             break
         rows.append(row)
         chars += size

@@ -141,3 +141,30 @@ def test_corrupt_parquet_footer_gets_a_warning(tmp_path: Path, cut: int) -> None
     path.write_bytes(bytes(data))
     card = card_for(path)  # never raises: a broken footer is a warning or partial facts
     assert card.facts["table"] == "parquet"
+
+
+def _varint(n: int) -> bytes:
+    out = b""
+    while n > 0x7F:
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_parquet_list_claiming_more_elements_than_bytes_left_is_refused(
+    tmp_path: Path, nested: bool
+) -> None:
+    # A list of booleans: each element is a byte of its own (read as 0 bytes, a claimed
+    # length was bounded by the whole footer, and nested lists multiplied it: 38 s, 3 GB).
+    if nested:  # a list of 300 lists, each claiming 300 booleans: 90,000 elements, 1.5 KB
+        inner = b"\xf1" + _varint(300)
+        footer = b"\x19\xf9" + _varint(300) + inner * 300
+    else:
+        footer = b"\x19\xf1" + _varint(197) + b"\x01" * 150
+    footer += b"\x00" * (200 - len(footer)) if len(footer) < 200 else b""
+    path = tmp_path / "lists.parquet"
+    path.write_bytes(b"PAR1" + footer + len(footer).to_bytes(4, "little") + b"PAR1")
+    card = card_for(path)
+    assert card.facts == {"table": "parquet"}
+    assert any("list longer than the rest of the footer" in w for w in card.warnings)
