@@ -63,7 +63,9 @@ def search_document(index: PageIndex, f: OpenFile, query: str, limit: int) -> di
     """`doc_search`: the best parts of the document ``f`` for ``query``, with the `doc_read`
     call of the best one."""
     fmt = document_format(f)
-    file_id, total, indexed_now = index.ensure_parts(f, lambda: iter_parts(f, fmt))
+    file_id, total, indexed_now, notes = index.ensure_parts(
+        f, lambda first: iter_parts(f, fmt, first)
+    )
     hits = [
         {"part": h["page"], "score": h["score"], "snippet": h["snippet"]}
         for h in index.search(file_id, query, limit)
@@ -75,6 +77,7 @@ def search_document(index: PageIndex, f: OpenFile, query: str, limit: int) -> di
         "parts": total,
         "indexed_now": indexed_now,
         "hits": hits,
+        "notes": notes,
         "next": (
             f'doc_read(path={json.dumps(f.path)}, part="{hits[0]["part"]}")' if hits else None
         ),

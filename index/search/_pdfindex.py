@@ -27,6 +27,7 @@ import tantivy
 
 from .._errors import BusyError
 from .._locks import file_lock
+from ..tools._docs import MAX_PART_CHARS, PART_CUT_NOTE
 from ..tools._paths import OpenFile, fingerprint
 from ..tools._pdftext import MAX_PAGE_CHARS, PAGE_CUT_NOTE, ProgressCallback, extract_stream
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
@@ -55,6 +56,30 @@ def _schema() -> Any:
     sb.add_unsigned_field("page", stored=True, indexed=True, fast=True)
     sb.add_text_field("text", stored=True)
     return sb.build()
+
+
+def _part_notes(manifest: dict[str, Any]) -> list[str]:
+    """What the index of a document leaves out, for the model."""
+    notes = []
+    if manifest["cut_pages"]:
+        first, count = manifest["cut_pages"]
+        notes.append(
+            f"{count:,} part(s) had more than {MAX_PART_CHARS:,} chars of text and were cut "
+            f"there (the first: part {first})"
+        )
+    indexed = manifest["indexed"]
+    if manifest["capped"]:
+        notes.append(
+            f"indexing stopped after part {indexed:,}: the document's text reached "
+            f"{MAX_DOCUMENT_CHARS:,} chars, the limit per document; doc_read reads the others"
+        )
+    elif not manifest["final"]:
+        notes.append(
+            f"parts 1-{indexed:,} are indexed so far (indexing stops after "
+            f"{MAX_INDEX_SECONDS:.0f}s per call); the next doc_search continues from part "
+            f"{indexed + 1:,}, and doc_read reads any part now"
+        )
+    return notes
 
 
 def _notes(manifest: dict[str, Any]) -> list[str]:
@@ -258,42 +283,113 @@ class PageIndex:
         return state
 
     def ensure_parts(
-        self, f: OpenFile, parts: Callable[[], Iterable[str]]
-    ) -> tuple[str, int, bool]:
+        self, f: OpenFile, parts: Callable[[int], Iterable[str]]
+    ) -> tuple[str, int | None, bool, list[str]]:
         """Index a document's parts (one Tantivy document each, numbered like pages) unless
-        they are; returns (file_id, part count, indexed now)."""
-        file_id = fingerprint(f)
-        known = self.indexed_pages(file_id)
-        if known is not None:
-            return file_id, known, False
-        count = 0
-        with self.index.writer() as writer:
-            writer.delete_documents_by_term("file_id", file_id)
-            writer.delete_documents_by_term("path", f.path)
-            for count, text in enumerate(parts(), start=1):
+        they are, for at most `MAX_INDEX_SECONDS` per call (the next call continues after the
+        last part committed; ``parts(first)`` yields the parts from 1, those before ``first``
+        possibly empty); returns (file_id, part count or None while indexing is unfinished,
+        indexed now, notes on what was cut or is not indexed yet)."""
+
+        def attempt() -> tuple[str, int | None, bool, list[str]]:
+            file_id = fingerprint(f)
+            manifest = self._manifest(file_id)
+            if manifest is not None and manifest["final"]:
+                return file_id, manifest["pages"], False, _part_notes(manifest)
+            lock = os.path.join(self.index.directory + ".indexing", file_id + ".lock")
+            with file_lock(lock, INDEXING_WAIT_S) as held:
+                if not held:
+                    raise BusyError(
+                        f"{f.path!r} has been indexed by another process for over "
+                        f"{INDEXING_WAIT_S:.0f}s; retry later"
+                    )
+                self.index.reload()
+                manifest = self._manifest(file_id)
+                if manifest is None or not manifest["final"]:
+                    manifest = self._index_parts(f, file_id, parts, manifest)
+            total = manifest["pages"] if manifest["final"] else None
+            return file_id, total, True, _part_notes(manifest)
+
+        return self.index.recover(attempt, lambda: None)
+
+    def _index_parts(
+        self,
+        f: OpenFile,
+        file_id: str,
+        parts: Callable[[int], Iterable[str]],
+        resumed: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        state: dict[str, Any] = resumed or {
+            "pages": 0,
+            "indexed": 0,
+            "final": False,
+            "chars": 0,
+            "cut_pages": [],
+            "capped": False,
+        }
+        fresh = resumed is None
+        batch: list[Any] = []
+        held = 0
+        deadline = time.monotonic() + MAX_INDEX_SECONDS
+
+        def commit() -> None:
+            nonlocal fresh, held
+            manifest = {k: state[k] for k in ("indexed", "final", "chars", "cut_pages", "capped")}
+            with self.index.writer() as writer:
+                if fresh:
+                    writer.delete_documents_by_term("file_id", file_id)
+                    writer.delete_documents_by_term("path", f.path)
+                    fresh = False
+                writer.delete_documents_by_query(self._scope(file_id, "manifest"))
+                for doc in batch:
+                    writer.add_document(doc)
                 writer.add_document(
                     self.index.document(
                         {
-                            "kind": "page",
+                            "kind": "manifest",
                             "file_id": file_id,
                             "path": f.path,
-                            "page": count,
-                            "text": text,
+                            "page": state["indexed"],
+                            "text": json.dumps(manifest),
                         }
                     )
                 )
-            writer.add_document(
+            batch.clear()
+            held = 0
+
+        first = state["indexed"] + 1
+        ended = True
+        for number, text in enumerate(parts(first), start=1):
+            if number < first:
+                continue
+            if time.monotonic() > deadline and number > first:
+                ended = False
+                break
+            if state["chars"] + len(text) > MAX_DOCUMENT_CHARS:
+                state["capped"] = True
+                break
+            if text.endswith(PART_CUT_NOTE):
+                first_cut, count = state["cut_pages"] or [number, 0]
+                state["cut_pages"] = [first_cut, count + 1]
+            state["chars"] += len(text)
+            state["indexed"] = state["pages"] = number
+            held += len(text)
+            batch.append(
                 self.index.document(
                     {
-                        "kind": "manifest",
+                        "kind": "page",
                         "file_id": file_id,
                         "path": f.path,
-                        "page": count,
-                        "text": "",
+                        "page": number,
+                        "text": text,
                     }
                 )
             )
-        return file_id, count, True
+            if held >= BATCH_CHARS:
+                commit()
+        state["final"] = ended
+        commit()
+        return state
 
     def search(self, file_id: str, query_text: str, limit: int) -> list[dict[str, Any]]:
         return self._search(file_id, query_text, limit)

@@ -1,10 +1,13 @@
 """Documents as numbered parts: paragraphs and tables (docx, odt, html, markdown), slides (pptx,
 odp) and chapters (epub), with headings marked ``#`` and tables as ``|``-separated rows.
 
-Everything streams: the XML of a zip member is read through a bounded decompressor (a member may
-expand at most `MAX_RATIO` times its compressed size, past a `MIN_MEMBER_BUDGET` floor, so a
-zip bomb stops early) and parsed with defusedxml's ``iterparse`` (entity declarations refused),
-clearing each part once it is yielded, so memory stays flat on a 200 MB document.
+Everything streams: a zip member is inflated in bounded steps (it may expand at most
+`MAX_RATIO` times the compressed bytes really read, past a `MIN_MEMBER_BUDGET` floor, so a zip
+bomb, or a member lying about its compressed size, stops early) and parsed by ElementTree's C
+parser with any document type declaration refused (so no entity is ever declared), clearing
+each part once it is yielded, so memory stays flat on a 200 MB document. A part's text is cut
+at `MAX_PART_CHARS` as it streams in (a docx paragraph's runs are dropped once read), and the
+answer's notes name the cut parts.
 """
 
 from __future__ import annotations
@@ -17,17 +20,19 @@ import json
 import os
 import posixpath
 import re
-import zipfile
 from collections.abc import Generator, Iterator
 from typing import IO, Any
+from xml.etree.ElementTree import XMLPullParser
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
 from .._limits import MAX_ANSWER_CHARS
+from ._archives import MemberStream, first_zip_entries
 from ._kinds import card_fact
 from ._paths import OpenFile
+from ._pdfworker import MAX_PAGE_CHARS
 from ._tables import parse_rows
 
 __all__ = [
@@ -42,6 +47,10 @@ MAX_RATIO = 200  # decompressed / compressed bytes allowed per zip member
 MIN_MEMBER_BUDGET = 64 * 1024 * 1024  # a small member may always expand this far
 MAX_ZIP_ENTRIES = 100_000
 _TEXT_CHUNK = 256 * 1024
+# A part with more text is cut, as PDF pages are: the text is dropped as it streams in, so a
+# 230 MB paragraph costs its parse time, never its size in memory; the cut is named in notes.
+MAX_PART_CHARS = MAX_PAGE_CHARS
+PART_CUT_NOTE = f"\n[... part text cut at {MAX_PART_CHARS:,} chars]"
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
@@ -58,68 +67,73 @@ OPF = "{http://www.idpf.org/2007/opf}"
 _HEADING_STYLE = re.compile(r"^(?:heading|Heading|berschrift|titre)\s*([1-9])$", re.IGNORECASE)
 
 
-class _Bounded(io.RawIOBase):
-    """A zip member that refuses to expand past its budget (a zip bomb)."""
+_DECLARATIONS = (b"<!DOCTYPE", b"<!ENTITY")
+_WIDE_HEADS = (b"\xff\xfe", b"\xfe\xff", b"\x00", b"\x4c\x6f\xa7\x94")  # UTF-16/32, EBCDIC
+_XML_CHUNK = 256 * 1024
 
-    def __init__(self, stream: IO[bytes], limit: int, shown: str) -> None:
-        self.stream = stream
-        self.left = limit
-        self.limit = limit
-        self.shown = shown
 
-    def readable(self) -> bool:
-        return True
+def _declares(data: bytes) -> bool:
+    return any(d in data for d in _DECLARATIONS)
 
-    def readinto(self, buffer: Any) -> int:
-        data = self.stream.read(min(len(buffer), self.left + 1))
-        if len(data) > self.left:
-            raise WrongFileTypeError(
-                f"{self.shown} expands past {self.limit:,} bytes ({MAX_RATIO}x its compressed "
-                "size); refused as a decompression bomb"
-            )
-        self.left -= len(data)
-        buffer[: len(data)] = data
-        return len(data)
+
+def _pull(stream: IO[bytes], events: tuple[str, ...]) -> Iterator[Any]:
+    """(event, element) pairs from ElementTree's C parser, refusing any document type
+    declaration, which is where entities are declared (what defusedxml refuses, at the C
+    parser's speed: defusedxml's own parser is ElementTree's pure-Python one, 3x slower). The
+    bytes are searched for the declaration as they stream (with an overlap across chunks); a
+    document not in an ASCII-compatible encoding is parsed by defusedxml instead."""
+    head = stream.read(_XML_CHUNK)
+    if head.startswith(_WIDE_HEADS) or b"\x00" in head[:4]:
+        yield from iterparse(io.BytesIO(head + stream.read()), events=events)
+        return
+    parser: Any = XMLPullParser(events=events)  # type: ignore[arg-type]
+    tail = b""
+    chunk = head
+    while chunk:
+        if _declares(tail + chunk[:16]) or _declares(chunk):
+            raise DefusedXmlException("a document type declaration")
+        tail = chunk[-16:]
+        parser.feed(chunk)
+        yield from parser.read_events()
+        chunk = stream.read(_XML_CHUNK)
+    parser.close()
+    yield from parser.read_events()
 
 
 class _Zip:
+    """A document's zip: its central directory walked once (the first entry of a repeated
+    name, as the archive tools read), each part inflated under the members' bound (`MAX_RATIO`
+    times the compressed bytes really read, past `MIN_MEMBER_BUDGET`)."""
+
     def __init__(self, f: OpenFile) -> None:
         self.path = f.path
-        self._stream = os.fdopen(os.dup(f.fd), "rb")
+        self.file = f
         try:
-            self.zip = zipfile.ZipFile(self._stream)
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            self._stream.close()
+            self.entries = first_zip_entries(f, MAX_ZIP_ENTRIES)
+        except WrongFileTypeError as exc:
             raise WrongFileTypeError(f"{f.path!r} is not a readable zip container: {exc}") from None
-        if len(self.zip.infolist()) > MAX_ZIP_ENTRIES:
-            self.close()
-            raise WrongFileTypeError(f"{f.path!r} has over {MAX_ZIP_ENTRIES:,} zip entries")
 
     def close(self) -> None:
-        self.zip.close()
-        self._stream.close()
+        pass
 
     def has(self, name: str) -> bool:
-        return name in self.zip.NameToInfo
+        return name in self.entries
 
     @contextlib.contextmanager
     def open(self, name: str) -> Iterator[IO[bytes]]:
-        info = self.zip.NameToInfo.get(name)
-        if info is None:
+        entry = self.entries.get(name)
+        if entry is None:
             raise WrongFileTypeError(f"{self.path!r} has no part {name!r}; it may be damaged")
-        budget = max(MIN_MEMBER_BUDGET, MAX_RATIO * info.compress_size)
-        try:
-            with self.zip.open(info) as raw:
-                yield io.BufferedReader(_Bounded(raw, budget, f"part {name!r} of {self.path!r}"))
-        except (zipfile.BadZipFile, RuntimeError, NotImplementedError, EOFError) as exc:
-            raise WrongFileTypeError(
-                f"part {name!r} of {self.path!r} is unreadable: {exc}"
-            ) from None
+        shown = f"part {name!r} of {self.path!r}"
+        yield io.BufferedReader(
+            MemberStream(self.file, entry, shown, floor=MIN_MEMBER_BUDGET, ratio=MAX_RATIO),
+            _XML_CHUNK,
+        )
 
     def events(self, name: str, events: tuple[str, ...] = ("start", "end")) -> Iterator[Any]:
         with self.open(name) as stream:
             try:
-                yield from iterparse(stream, events=events)
+                yield from _pull(stream, events)
             except DefusedXmlException as exc:
                 raise WrongFileTypeError(
                     f"part {name!r} of {self.path!r} declares XML entities or a DTD "
@@ -152,7 +166,21 @@ class _Zip:
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS] + " [... part cut]"
+    """A part's text cut at `MAX_PART_CHARS`, with `PART_CUT_NOTE`."""
+    return text if len(text) <= MAX_PART_CHARS else text[:MAX_PART_CHARS] + PART_CUT_NOTE
+
+
+def _joined(parts: Iterator[str]) -> str:
+    """Parts joined into one, read only until it is longer than `MAX_PART_CHARS`."""
+    kept: list[str] = []
+    size = 0
+    with contextlib.closing(parts) if isinstance(parts, Generator) else contextlib.nullcontext():
+        for text in parts:
+            kept.append(text)
+            size += len(text) + 1
+            if size > MAX_PART_CHARS:
+                break
+    return _cut("\n".join(kept))
 
 
 def _row(cells: list[str]) -> str:
@@ -162,21 +190,42 @@ def _row(cells: list[str]) -> str:
 # docx
 
 
-def _w_text(el: Any) -> str:
-    out = []
-    for node in el.iter():
-        if node.tag == W + "t" and node.text:
-            out.append(node.text)
-        elif node.tag == W + "tab":
-            out.append("\t")
-        elif node.tag in (W + "br", W + "cr"):
-            out.append("\n")
-    return "".join(out)
+class _Text:
+    """A part's text as it streams in, kept up to `MAX_PART_CHARS` (the rest is dropped as
+    it arrives: one 230 MB paragraph no longer holds 230 MB)."""
+
+    __slots__ = ("cut", "pieces", "size")
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.size = 0
+        self.cut = False
+
+    def add(self, text: str) -> None:
+        if self.cut:
+            return
+        room = MAX_PART_CHARS - self.size
+        if len(text) > room:
+            text = text[:room]
+            self.cut = True
+        self.pieces.append(text)
+        self.size += len(text)
+
+    def text(self) -> str:
+        return "".join(self.pieces)
 
 
-def _w_paragraph(el: Any) -> str:
-    text = _w_text(el).strip()
-    style = el.find(f"{W}pPr/{W}pStyle")
+def _finish(text: str, cut: bool) -> str:
+    return text + PART_CUT_NOTE if cut and text else text
+
+
+_W_T, _W_TAB, _W_BR, _W_CR = W + "t", W + "tab", W + "br", W + "cr"
+_W_P, _W_TBL, _W_TR, _W_TC, _W_PPR = W + "p", W + "tbl", W + "tr", W + "tc", W + "pPr"
+_W_BODY = W + "body"
+
+
+def _docx_style(block: Any, text: str) -> str:
+    style = block.find(f"{W}pPr/{W}pStyle")
     if text and style is not None:
         value = style.get(W + "val", "")
         match = _HEADING_STYLE.match(value)
@@ -187,38 +236,85 @@ def _w_paragraph(el: Any) -> str:
     return text
 
 
-def _w_table(el: Any) -> str:
-    rows = []
-    for tr in el.iter(W + "tr"):
-        rows.append(_row([_w_text(tc) for tc in tr.iter(W + "tc")]))
-    return "\n".join(rows)
-
-
-def _docx(z: _Zip) -> Iterator[str]:
+def _docx(z: _Zip, first: int = 1) -> Iterator[str]:
+    """Body-level paragraphs and tables, their text gathered as the XML streams: each text
+    element is read as it ends and removed from the tree, so memory stays flat inside one
+    huge paragraph, and a part is cut at `MAX_PART_CHARS` (`PART_CUT_NOTE` says so). Parts
+    before ``first`` only count (empty strings)."""
     body = None
-    depth = 0  # nesting of body-level blocks
+    stack: list[Any] = []  # open elements inside the current body-level block
+    number = 0
+    text = _Text()
+    cells: list[_Text] = []  # the open table cells, innermost last
+    row: list[str] = []
+    has_text = False
     for event, el in z.events("word/document.xml"):
         if event == "start":
-            if el.tag == W + "body":
-                body = el
-            elif body is not None:
-                depth += 1
+            if body is None:
+                if el.tag == _W_BODY:
+                    body = el
+                continue
+            stack.append(el)
+            tag = el.tag
+            if tag == _W_TC:
+                cells.append(_Text())
+            elif tag == _W_TR and len(stack) > 1:
+                row = []
             continue
-        if el.tag == W + "body":
-            break
         if body is None:
             continue
-        depth -= 1
-        if depth == 0:
-            if el.tag == W + "p":
-                text = _w_paragraph(el)
-            elif el.tag == W + "tbl":
-                text = _w_table(el)
+        if el is body:
+            break
+        stack.pop()
+        tag = el.tag
+        skipping = number + 1 < first
+        if tag == _W_T:
+            value = el.text
+            if value:
+                if skipping:
+                    has_text = has_text or not value.isspace()
+                else:
+                    (cells[-1] if cells else text).add(value)
+        elif skipping:
+            pass
+        elif tag == _W_TAB:
+            (cells[-1] if cells else text).add("\t")
+        elif tag in (_W_BR, _W_CR):
+            (cells[-1] if cells else text).add("\n")
+        elif tag == _W_TC and cells:
+            cell = cells.pop()
+            row.append(cell.text().replace("\n", " ").strip())
+            if cell.cut:
+                text.cut = True
+        elif tag == _W_TR and stack:
+            text.add(("\n" if text.size else "") + "| " + " | ".join(row) + " |")
+            row = []
+        if tag == _W_TC and skipping and cells:
+            cells.pop()
+        if tag == _W_TR and skipping:
+            has_text = True  # a table with a row is a part
+        if stack:
+            if tag != _W_PPR and stack[-1].tag != _W_PPR:
+                stack[-1].remove(el)  # read: dropped (a paragraph's properties stay)
+            continue
+        # A body-level block ended.
+        if tag == _W_P:
+            if skipping:
+                out = "" if has_text else None
             else:
-                text = ""
-            body.clear()  # processed blocks: memory stays flat
-            if text:
-                yield _cut(text)
+                out = _finish(_docx_style(el, text.text().strip()), text.cut) or None
+        elif tag == _W_TBL:
+            out = ("" if has_text else None) if skipping else _finish(text.text(), text.cut) or None
+        else:
+            out = None
+        body.clear()  # processed blocks: memory stays flat
+        text = _Text()
+        cells = []
+        row = []
+        has_text = False
+        if out is not None:
+            number += 1
+            yield out
 
 
 # pptx
@@ -390,28 +486,29 @@ _BLOCKS = {
     "body",
 }
 _SKIP = {"script", "style", "head", "template", "noscript", "svg"}
+_HTML_HELD = 4 * MAX_PART_CHARS  # raw text held for one part before its whitespace collapses
+_HTML_PENDING = 4 * 1024 * 1024  # unparsed markup HTMLParser may hold across chunks
 
 
 class _HtmlParts(html.parser.HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.title = ""
         self._buf: list[str] = []
+        self._held = 0  # chars in _buf (or in the open row's cells)
+        self._cut = False
         self._skip = 0
         self._heading = 0
-        self._in_title = False
         self._cells: list[str] | None = None
 
     def _flush(self) -> None:
         text = re.sub(r"[ \t\r\n]+", " ", "".join(self._buf)).strip()
-        self._buf = []
+        cut, self._buf, self._held, self._cut = self._cut, [], 0, False
         if text:
-            self.parts.append(("#" * self._heading + " " if self._heading else "") + text)
+            text = ("#" * self._heading + " " if self._heading else "") + text
+            self.parts.append(_finish(text[:MAX_PART_CHARS], cut or len(text) > MAX_PART_CHARS))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
         if tag in _SKIP:
             self._skip += 1
             return
@@ -426,26 +523,30 @@ class _HtmlParts(html.parser.HTMLParser):
                 self._heading = int(tag[1])
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
         if tag in _SKIP:
             self._skip = max(0, self._skip - 1)
             return
         if tag == "tr" and self._cells is not None:
             cells, self._cells = self._cells, None
-            self._buf = []
+            cut, self._buf, self._held, self._cut = self._cut, [], 0, False
             if any(c.strip() for c in cells):
-                self.parts.append(_row([re.sub(r"\s+", " ", c) for c in cells]))
+                text = _row([re.sub(r"\s+", " ", c) for c in cells])
+                self.parts.append(_finish(text[:MAX_PART_CHARS], cut or len(text) > MAX_PART_CHARS))
             return
         if tag in _BLOCKS:
             self._flush()
             self._heading = 0
 
     def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
         if self._skip:
             return
+        room = _HTML_HELD - self._held  # whitespace is collapsed later: keep some over
+        if len(data) > room:
+            data = data[: max(room, 0)]
+            self._cut = True
+            if not data:
+                return
+        self._held += len(data)
         if self._cells is not None and self._cells:
             self._cells[-1] += data
         else:
@@ -461,37 +562,65 @@ def _html_stream(stream: IO[bytes]) -> Iterator[str]:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     while chunk := stream.read(_TEXT_CHUNK):
         parser.feed(decoder.decode(chunk))
+        if len(parser.rawdata) > _HTML_PENDING:
+            # An unfinished tag, comment or declaration this long is no markup: HTMLParser
+            # would rescan it at every chunk (quadratic); its text is dropped, as a cut.
+            parser.rawdata = ""
+            parser._cut = True
         yield from (_cut(p) for p in parser.parts)
         parser.parts = []
     parser.close()
     yield from (_cut(p) for p in parser.parts)
 
 
+def _lines(stream: IO[bytes]) -> Iterator[tuple[str, bool]]:
+    """Each line (without its end) and whether it was cut: a line longer than
+    `MAX_PART_CHARS` keeps its start, the rest is read and dropped (a 300 MB line once sat
+    in memory whole)."""
+    while raw := stream.readline(MAX_PART_CHARS * 4):
+        cut = False
+        if not raw.endswith(b"\n") and len(raw) == MAX_PART_CHARS * 4:
+            cut = True
+            while (more := stream.readline(_TEXT_CHUNK)) and not more.endswith(b"\n"):
+                pass
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        yield (line[:MAX_PART_CHARS], True) if cut or len(line) > MAX_PART_CHARS else (line, False)
+
+
 def _markdown_stream(stream: IO[bytes]) -> Iterator[str]:
     block: list[str] = []
+    held = 0
+    cut = False
     fence = False
-    for raw in stream:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+
+    def part() -> str:
+        nonlocal held, cut
+        text = _finish("\n".join(block), cut)
+        block.clear()
+        held, cut = 0, False
+        return _cut(text)
+
+    for line, long in _lines(stream):
         if line.lstrip().startswith(("```", "~~~")):
             fence = not fence
         if not fence and line.lstrip().startswith("#") and block and not line.startswith("#!"):
-            yield _cut("\n".join(block))
-            block = []
+            yield part()
         if not fence and not line.strip():
             if block:
-                yield _cut("\n".join(block))
-                block = []
+                yield part()
             continue
+        if block and not fence and held + len(line) > MAX_PART_CHARS:
+            yield part()  # a huge paragraph: cut into parts at line ends
         block.append(line)
+        held += len(line)
+        cut = cut or long
         if not fence and line.startswith("#") and not line.startswith("#!"):
-            yield _cut("\n".join(block))  # a heading is a part of its own
-            block = []
+            yield part()  # a heading is a part of its own
             continue
         if len(block) > 2000:  # a huge paragraph: cut it into parts
-            yield _cut("\n".join(block))
-            block = []
+            yield part()
     if block:
-        yield _cut("\n".join(block))
+        yield part()
 
 
 # epub
@@ -524,7 +653,7 @@ def _epub(z: _Zip, first: int) -> Iterator[str]:
             yield ""  # an earlier chapter: not parsed
             continue
         with z.open(name) as stream:
-            yield _cut("\n".join(_html_stream(stream)))
+            yield _joined(_html_stream(stream))
 
 
 @contextlib.contextmanager
@@ -543,7 +672,7 @@ def iter_parts(f: OpenFile, fmt: str, first: int = 1) -> Generator[str, None, No
     z = _Zip(f)
     try:
         if fmt == "docx":
-            yield from _docx(z)
+            yield from _docx(z, first)
         elif fmt == "pptx":
             yield from _pptx(z, first)
         elif fmt == "odt":
@@ -595,6 +724,15 @@ def read_parts(f: OpenFile, part: str) -> dict[str, Any]:
         more = None  # unknown: the rest cannot be read
     if not parts and first > 1:
         raise InvalidArgumentError(f"part {first} is past the end: the document has {number} parts")
+    cut = [p["part"] for p in parts if p["text"].endswith(PART_CUT_NOTE)]
+    if cut:
+        shown = ", ".join(map(str, cut[:10])) + (
+            f" (+{len(cut) - 10} more)" if len(cut) > 10 else ""
+        )
+        notes.append(
+            f"part {shown} had more than {MAX_PART_CHARS:,} chars of text and "
+            f"{'was' if len(cut) == 1 else 'were'} cut there"
+        )
     nxt = None
     if more and parts:
         start = parts[-1]["part"] + 1

@@ -7,9 +7,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
-import struct
 import tarfile
-import zlib
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ import pytest
 from leanreplay.cards import card_for
 from leanreplay.index import Workspace, WrongFileTypeError
 from leanreplay.index.tools import _archives
-from tests.filetools import root
+from tests.filetools import raw_zip, root
 
 MIB = 1024 * 1024
 
@@ -26,76 +24,6 @@ MIB = 1024 * 1024
 def ws(tmp_path: Path) -> Workspace:
     (tmp_path / "root").mkdir()
     return Workspace(tmp_path / "home", [tmp_path / "root"])
-
-
-def raw_zip(
-    members: list[tuple[str, bytes]],
-    *,
-    claimed_entries: int | None = None,
-    deflate: bool = True,
-    pad: int = 0,
-    dos_date: int = (44 << 9) | (3 << 5) | 1,
-) -> bytes:
-    """A zip written by hand: each member deflated (``pad`` junk bytes after its data, and
-    counted in its recorded compressed size), the end record claiming ``claimed_entries``."""
-    out = io.BytesIO()
-    central = io.BytesIO()
-    for name, data in members:
-        raw = zlib.compress(data, 9)[2:-4] if deflate else data
-        raw += b"\xa5" * pad
-        method = 8 if deflate else 0
-        crc = zlib.crc32(data)
-        encoded = name.encode()
-        offset = out.tell()
-        out.write(
-            struct.pack(
-                "<4sHHHHHLLLHH",
-                b"PK\x03\x04",
-                20,
-                0,
-                method,
-                0,
-                dos_date,
-                crc,
-                len(raw),
-                len(data),
-                len(encoded),
-                0,
-            )
-        )
-        out.write(encoded + raw)
-        central.write(
-            struct.pack(
-                "<4sHHHHHHLLLHHHHHLL",
-                b"PK\x01\x02",
-                20,
-                20,
-                0,
-                method,
-                0,
-                dos_date,
-                crc,
-                len(raw),
-                len(data),
-                len(encoded),
-                0,
-                0,
-                0,
-                0,
-                0,
-                offset,
-            )
-            + encoded
-        )
-    start = out.tell()
-    out.write(central.getvalue())
-    count = len(members) if claimed_entries is None else claimed_entries
-    out.write(
-        struct.pack(
-            "<4sHHHHLLH", b"PK\x05\x06", 0, 0, count, count, len(central.getvalue()), start, 0
-        )
-    )
-    return out.getvalue()
 
 
 def tar_of(members: list[tuple[str, bytes]], fmt: int = tarfile.GNU_FORMAT) -> bytes:
