@@ -4,9 +4,12 @@
 - doc_read of the first 20 parts and of parts in the middle (a streamed pass up to there);
 - doc_search: first call (extracts and indexes every part) and a warm query;
 - peers in the same run: python-docx-free baselines, zipfile reading the whole
-  word/document.xml into memory and ElementTree parsing it (what a naive reader does).
+  word/document.xml into memory and ElementTree parsing it (what a naive reader does);
+- issue 20's floor: doc_read of the last 20 parts of a 78 MB docx of varied text against
+  python-docx (``Document(path).paragraphs[-20:]``) on the same file, interleaved, with the
+  median of paired ratios, CPU seconds and the load (``--large-docx`` runs only this).
 
-    python bench/bench_docs.py
+    python bench/bench_docs.py [--large-docx]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from xml.etree import ElementTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._paired import Paired
 from leanreplay.cards import card_for
 from leanreplay.index import Workspace
 from tests import officegen
@@ -47,7 +51,89 @@ def peak(fn):  # type: ignore[no-untyped-def]
         tracemalloc.stop()
 
 
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def varied_docx(path: Path, target_bytes: int, seed: int = 7) -> int:
+    """A docx of about ``target_bytes`` whose paragraphs are random words (so it compresses
+    like prose, not like one repeated sentence), a heading every 40; returns the part count.
+    Written as a stream: memory stays flat whatever the size."""
+    import random
+    from xml.sax.saxutils import escape
+
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 11))) for _ in range(20000)]
+    count = 0
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
+        z.writestr(
+            "[Content_Types].xml",
+            officegen._types(
+                {
+                    "word/document.xml": "application/vnd.openxmlformats-officedocument."
+                    "wordprocessingml.document.main+xml"
+                }
+            ),
+        )
+        z.writestr("_rels/.rels", officegen._rels([("officeDocument", "word/document.xml")]))
+        with z.open("word/document.xml", "w", force_zip64=True) as out:
+            out.write((officegen._XML + f'<w:document xmlns:w="{_W}"><w:body>').encode())
+            while z.fp is not None and z.fp.tell() < target_bytes:
+                chunk = []
+                for _ in range(2000):
+                    count += 1
+                    if count % 40 == 1:
+                        chunk.append(
+                            '<w:p><w:pPr><w:pStyle w:val="Heading2"/></w:pPr><w:r>'
+                            f"<w:t>Section {count}</w:t></w:r></w:p>"
+                        )
+                    else:
+                        words = " ".join(rng.choice(vocab) for _ in range(rng.randint(20, 60)))
+                        chunk.append(
+                            '<w:p><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve">'
+                            f"{count}: </w:t></w:r><w:r><w:t>{escape(words)}</w:t></w:r></w:p>"
+                        )
+                out.write("".join(chunk).encode())
+            out.write(b"</w:body></w:document>")
+    return count
+
+
+def large_docx(base: Path, runs: int = 5) -> dict[str, object]:
+    import docx as python_docx  # the peer (the bench extra)
+
+    path = base / "varied78.docx"
+    count_file = base / "varied78.parts"
+    if not path.exists() or not count_file.exists():
+        count_file.write_text(str(varied_docx(path, 78 * 1024 * 1024)))
+    parts = int(count_file.read_text())
+    with tempfile.TemporaryDirectory() as home:
+        ws = Workspace(home, [str(base)])
+        wanted = f"{parts - 19}-{parts}"
+
+        def ours() -> list[str]:
+            return [p["text"] for p in ws.doc_read(str(path), part=wanted)["parts"]]
+
+        def peer() -> list[str]:
+            return [p.text for p in python_docx.Document(str(path)).paragraphs[-20:]]
+
+        assert ours() == peer(), "ours and python-docx disagree on the last parts"
+        report = Paired().run(ours, peer, runs).report()
+        ours_peak = peak(ours)
+        ws.close()
+    return {
+        "docx_bytes": path.stat().st_size,
+        "parts": parts,
+        "doc_read_last_20_vs_python_docx_s": report,
+        "ours_peak_kib": round(ours_peak / 1024),
+    }
+
+
 def main() -> None:
+    if "--large-docx" in sys.argv:
+        base = Path(tempfile.gettempdir()) / "leanreplay-bench-docs"
+        base.mkdir(exist_ok=True)
+        print(json.dumps({"large_docx": large_docx(base)}, indent=2))
+        return
     base = Path(tempfile.gettempdir()) / "leanreplay-bench-docs"
     base.mkdir(exist_ok=True)
     docx = base / "big.docx"
@@ -104,6 +190,7 @@ def main() -> None:
             "hit": search["hits"][0]["part"],
         }
         ws.close()
+    out["large_docx"] = large_docx(base)
     print(json.dumps(out, indent=2))
 
 

@@ -4,12 +4,14 @@ doc_search call indexes for a bounded time and the next continues."""
 
 from __future__ import annotations
 
+import io
 import tracemalloc
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from leanreplay.index import Workspace, WrongFileTypeError
+from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
 from leanreplay.index.search import _pdfindex
 from leanreplay.index.tools import _docs
 from leanreplay.index.tools._docs import MAX_PART_CHARS, PART_CUT_NOTE
@@ -29,8 +31,6 @@ def ws(tmp_path: Path) -> Workspace:
 def _document(body: str) -> list[tuple[str, bytes]]:
     """The parts of a docx whose body is ``body`` (raw XML)."""
     with_body = officegen.docx([("p", "x")])
-    import io
-    import zipfile
 
     parts = []
     with zipfile.ZipFile(io.BytesIO(with_body)) as z:
@@ -130,3 +130,47 @@ def test_doc_search_indexes_for_a_bounded_time_and_continues(
     assert again["indexed_now"] is False
     assert again["hits"][0]["part"] == 2
     assert again["notes"] == []
+
+
+_BLOCKS = [
+    '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Title</w:t></w:r></w:p>',
+    "<w:p/>",
+    '<w:p w:rsidR="00A1"></w:p>',
+    "<w:p><w:r><w:t>  </w:t></w:r><w:r><w:tab/></w:r></w:p>",
+    "<w:p><w:r><w:t>&#160;&#x20;</w:t></w:r></w:p>",
+    "<w:p><w:r><w:t>\u3000</w:t></w:r></w:p>",
+    "<w:p><w:r><w:t>&amp;</w:t></w:r></w:p>",
+    "<w:p><w:r><w:t/></w:r><w:r><w:t xml:space='preserve'> late</w:t></w:r></w:p>",
+    "<w:tbl><w:tblPr/></w:tbl>",
+    "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>cell</w:t></w:r></w:p></w:tc></w:tr></w:tbl>",
+    "<w:sdt><w:sdtContent><w:p><w:r><w:t>in a content control</w:t></w:r></w:p>"
+    "</w:sdtContent></w:sdt>",
+    "<w:p><w:r><w:t>outer</w:t></w:r><w:r><w:pict><w:txbxContent><w:p><w:r><w:t>inner</w:t>"
+    "</w:r></w:p></w:txbxContent></w:pict></w:r></w:p>",
+    "<w:p><w:r><w:t>caf\u00e9</w:t></w:r></w:p>",
+    "<w:bookmarkStart w:id='1'/>",
+    "<w:p><w:r><w:t>last</w:t></w:r></w:p>",
+]
+
+
+@pytest.mark.parametrize(
+    "extra", ["", "<!-- a comment -->", "<?pi x?>"], ids=["scan", "comment", "pi"]
+)
+def test_parts_after_a_skip_are_the_parts_of_a_whole_parse(ws: Workspace, extra: str) -> None:
+    # doc_read(part="K") passes over parts 1..K-1 by scanning bytes where it can (a comment
+    # or a processing instruction sends it to the parser): the same parts either way.
+    body = "".join(_BLOCKS * 3) + extra + "".join(_BLOCKS)
+    (root(ws) / "mixed.docx").write_bytes(raw_zip(_document(body)))
+    whole = ws.doc_read("mixed.docx", part="1-400")["parts"]
+    texts = ["# Title", "&", "late", "| cell |", "outerinner", "café", "last"]
+    assert [p["text"] for p in whole] == texts * 4
+    for k in range(2, len(whole) + 1):
+        assert ws.doc_read("mixed.docx", part=str(k))["parts"] == [whole[k - 1]], k
+    xml = dict(_document(body))["word/document.xml"]
+    if extra:
+        with pytest.raises(_docs._Rewind):
+            _docs._skip_blocks(io.BytesIO(xml), 27)
+    else:
+        assert _docs._skip_blocks(io.BytesIO(xml), 27)[0] == 27
+    with pytest.raises(InvalidArgumentError, match="past the end: the document has 28 parts"):
+        ws.doc_read("mixed.docx", part="29")
