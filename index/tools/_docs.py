@@ -592,24 +592,35 @@ def _pptx(z: _Zip, first: int) -> Iterator[str]:
 
 
 def _odf_text(el: Any) -> str:
-    out = []
-
-    def walk(node: Any) -> None:
-        if node.text:
-            out.append(node.text)
-        for child in node:
-            if child.tag == TEXT + "s":
-                out.append(" " * int(child.get(TEXT + "c", "1") or 1))
-            elif child.tag == TEXT + "tab":
-                out.append("\t")
-            elif child.tag == TEXT + "line-break":
-                out.append("\n")
-            else:
-                walk(child)
-            if child.tail:
-                out.append(child.tail)
-
-    walk(el)
+    """The text of an ODF element, walked with a stack of its own (spans nested 1,200 deep
+    overflowed Python's), stopping once it is longer than a part is kept."""
+    out: list[str] = [el.text] if el.text else []
+    size = len(el.text or "")
+    stack: list[tuple[Any, Any]] = [(iter(el), None)]
+    while stack and size <= MAX_PART_CHARS:
+        children, node = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if node is not None and node.tail:
+                out.append(node.tail)
+                size += len(node.tail)
+            continue
+        if child.tag == TEXT + "s":
+            count = child.get(TEXT + "c", "1") or "1"
+            piece = " " * min(int(count) if count.isdigit() else 1, MAX_PART_CHARS)
+        elif child.tag == TEXT + "tab":
+            piece = "\t"
+        elif child.tag == TEXT + "line-break":
+            piece = "\n"
+        else:
+            if child.text:
+                out.append(child.text)
+                size += len(child.text)
+            stack.append((iter(child), child))
+            continue
+        out.append(piece + (child.tail or ""))
+        size += len(out[-1])
     return "".join(out)
 
 

@@ -174,3 +174,21 @@ def test_parts_after_a_skip_are_the_parts_of_a_whole_parse(ws: Workspace, extra:
         assert _docs._skip_blocks(io.BytesIO(xml), 27)[0] == 27
     with pytest.raises(InvalidArgumentError, match="past the end: the document has 28 parts"):
         ws.doc_read("mixed.docx", part="29")
+
+
+def test_odf_spans_nested_deeper_than_python_recurses(ws: Workspace) -> None:
+    deep = "<text:span>" * 1200 + "deep <text:s/>text" + "</text:span>" * 1200
+    spaces = '<text:p>a<text:s text:c="1000000000"/>b</text:p>'  # a billion spaces claimed
+    (root(ws) / "deep.odt").write_bytes(
+        officegen._odf(
+            "application/vnd.oasis.opendocument.text",
+            f"<office:text><text:p>{deep}</text:p>{spaces}<text:p>after</text:p></office:text>",
+        )
+    )
+    result = ws.doc_read("deep.odt", part="1-3")
+    assert [p["text"] for p in result["parts"]] == [
+        "deep  text",
+        "a" + " " * (MAX_PART_CHARS - 1) + PART_CUT_NOTE,
+        "after",
+    ]
+    assert ws.doc_search("deep.odt", "after")["hits"][0]["part"] == 3
