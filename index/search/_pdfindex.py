@@ -46,6 +46,7 @@ SNIPPET_CHARS = 240
 MAX_INDEX_SECONDS = 40.0  # indexing per call, so a call ends within a minute; the next continues
 MAX_DOCUMENT_CHARS = 500_000_000  # indexed text per file: 100k dense pages of 5,000 chars
 BATCH_CHARS = 16_000_000  # page text held before a commit
+BATCH_PARTS = 50_000  # document parts held before a commit (7M one-word paragraphs: 2 GB)
 
 
 def _schema() -> Any:
@@ -385,7 +386,7 @@ class PageIndex:
                     }
                 )
             )
-            if held >= BATCH_CHARS:
+            if held >= BATCH_CHARS or len(batch) >= BATCH_PARTS:
                 commit()
         state["final"] = ended
         commit()
