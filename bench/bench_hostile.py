@@ -395,11 +395,10 @@ def _answer(call: Callable[[], Any]) -> str:
 def attack(name: str, base: Path) -> list[str]:
     ws = _ws(base) if name not in ("gateway_hostile", "migration_200mb") else None
     p = str(base)
-    if name == "docx_paragraph_230mb":
-        return [
-            _answer(lambda: ws.doc_read(f"{p}/paragraph230.docx", part="1-2")),
-            _answer(lambda: ws.doc_search(f"{p}/paragraph230.docx", "after")),
-        ]
+    if name == "docx_paragraph_230mb_doc_read":
+        return [_answer(lambda: ws.doc_read(f"{p}/paragraph230.docx", part="1-2"))]
+    if name == "docx_paragraph_230mb_doc_search":
+        return [_answer(lambda: ws.doc_search(f"{p}/paragraph230.docx", "after"))]
     if name == "docx_member_lying_400mb":
         return [_answer(lambda: ws.doc_read(f"{p}/liar400.docx", part="1"))]
     if name == "html_paragraph_300mb":
@@ -485,9 +484,12 @@ def _view_attack(ws: Any) -> list[str]:
         "/api/replay_stats?id=conv\"'><img>",
         "/?sort=replay",
         "/c?id=c1&before=99999999999999999999999",
-        "//evil.example/",
     ):
         out.append(f"{url} -> {client.get(url, follow_redirects=False).status_code}")
+    from tests.test_view_params import _raw_get  # the path exactly as a client sent it
+
+    status, headers = _raw_get(app, "//evil.example/", f"token={'t' * 32}&id=c1")
+    out.append(f"token hand-off at //evil.example/ -> {status} to {headers.get(b'location')!r}")
     return out
 
 
@@ -518,10 +520,11 @@ def _gateway_attack(base: Path) -> list[str]:
             started = time.monotonic()
             async with gateway(ws, specs) as server, Client(server) as client:
                 out.append(f"initialize after {time.monotonic() - started:.1f}s")
-                for name in ("giant", "nested", "garbage"):
-                    await client.call_tool("tool_activate", {"names": [f"{name}_work"]})
+                works = [c.name for c in ws.capabilities.capabilities if "work" in c.name]
+                for name in works:
+                    await client.call_tool("tool_activate", {"names": [name]})
                     t = time.monotonic()
-                    result = await client.call_tool(f"{name}_work", {})
+                    result = await client.call_tool(name, {})
                     text = "".join(c.text for c in result.content if c.type == "text")
                     out.append(f"{name}: {time.monotonic() - t:.1f}s, {text[:100]}")
         return out
@@ -531,7 +534,8 @@ def _gateway_attack(base: Path) -> list[str]:
 
 ATTACKS = {
     "documents": [
-        "docx_paragraph_230mb",
+        "docx_paragraph_230mb_doc_read",
+        "docx_paragraph_230mb_doc_search",
         "docx_member_lying_400mb",
         "html_paragraph_300mb",
         "docx_7m_paragraphs_doc_search",
@@ -579,6 +583,7 @@ def _memory(pid: int) -> tuple[int, int]:
 def run_child(name: str, base: Path) -> dict[str, Any]:
     """One attack in a fresh interpreter (its own session), killed past the limits."""
     out_file = base / f"{name}.out"
+    out_file.unlink(missing_ok=True)
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, __file__, "--attack", name, str(base), str(out_file)],
