@@ -357,6 +357,7 @@ def _old_store(home: Path, body_bytes: int) -> None:
 
     from tests.index.test_store_migrations import store_at
 
+    shutil.rmtree(home, ignore_errors=True)  # a kept one was migrated by the last run
     path = store_at(home, 3)
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("BEGIN")
