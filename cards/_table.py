@@ -292,7 +292,7 @@ def xlsx_extent(fd: int, sheet: str | None, max_bytes: int) -> SheetExtent | Non
         if cut < 0 or len(data) - cut > _CARRY:
             cut = len(data)
         data, carry = data[:cut], data[cut:]
-        rows = max(rows, *map(int, _ROW_REF.findall(data)), *map(int, _CELL_ROW.findall(data)))
+        rows = max([rows, *map(int, _ROW_REF.findall(data)), *map(int, _CELL_ROW.findall(data))])
         for pattern in _CELL_COLUMNS:
             letters = pattern.findall(data)
             if letters:

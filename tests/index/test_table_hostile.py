@@ -136,3 +136,22 @@ def test_junk_parquet_answers_the_librarys_error(ws: Workspace, body: bytes) -> 
         assert "junk.parquet" in text
         assert "/proc/" not in text, text
         assert "/dev/fd" not in text, text
+
+
+def test_one_giant_cell_is_read_and_cut(ws: Workspace) -> None:
+    # 3 MiB of one inline string: whole chunks of the sheet's XML hold no cell reference.
+    giant = "x" * (3 * 1024 * 1024)
+    (root(ws) / "giant.xlsx").write_bytes(
+        _with_sheet(
+            xlsx({"S": [["a"], [1]]}),
+            lambda xml: xml.replace(
+                "</sheetData>",
+                f'<row r="3"><c r="A3" t="inlineStr"><is><t>{giant}</t></is></c></row></sheetData>',
+            ),
+        )
+    )
+    result = ws.table_read("giant.xlsx", rows="3")
+    assert result["rows"] == [[3, "x" * _tables.MAX_CELL_CHARS + " [... cell cut]"]]
+    # DuckDB reads lines of at most 2 MB: the query is refused in the library's words.
+    with pytest.raises(WrongFileTypeError, match="cannot be read as a xlsx table"):
+        ws.table_query("giant.xlsx", "SELECT * FROM t")
