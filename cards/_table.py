@@ -241,13 +241,14 @@ class SheetExtent(NamedTuple):
     """What reading one workbook sheet costs a reader that holds it densely (calamine):
     the rows and columns its cells' references reach (from A1), the inflated bytes of the
     sheet's XML and of the shared strings (each counted up to the limit given, then
-    ``limit + 1``)."""
+    ``limit + 1``), and the longest run of text between two tags in either (one cell)."""
 
     name: str
     rows: int
     columns: int
     sheet_bytes: int
     strings_bytes: int
+    longest_text: int  # bytes of the longest text between tags (exact past 1 MiB)
 
 
 _ROW_REF = re.compile(rb"<(?:\w+:)?row\b[^>]*?\sr=\"(\d{1,9})\"")
@@ -258,6 +259,24 @@ _CARRY = 4096  # bytes of an unfinished tag kept for the next chunk
 
 def _member(fd: int, size: int, name: str) -> ZipEntry | None:
     return next((e for e in walk_zip(fd, size) if e.name == name), None)
+
+
+class _Gaps:
+    """The longest run of bytes without a ``<`` across chunks (inside one chunk only runs
+    that reach its ends are counted: the long runs, a giant cell's text, are exact)."""
+
+    def __init__(self) -> None:
+        self.run = 0
+        self.longest = 0
+
+    def add(self, chunk: bytes) -> None:
+        first = chunk.find(b"<")
+        if first < 0:
+            self.run += len(chunk)
+        else:
+            self.longest = max(self.longest, self.run + first)
+            self.run = len(chunk) - chunk.rfind(b"<") - 1
+        self.longest = max(self.longest, self.run)
 
 
 def _inflated(fd: int, size: int, entry: ZipEntry | None, limit: int) -> Iterator[bytes]:
@@ -285,8 +304,10 @@ def xlsx_extent(fd: int, sheet: str | None, max_bytes: int) -> SheetExtent | Non
     rows = columns = sheet_bytes = 0
     column = b""
     carry = b""
+    gaps = _Gaps()
     for chunk in _inflated(fd, size, _member(fd, size, found[1]), max_bytes):
         sheet_bytes += len(chunk)
+        gaps.add(chunk)
         data = carry + chunk
         cut = data.rfind(b"<")
         if cut < 0 or len(data) - cut > _CARRY:
@@ -302,10 +323,12 @@ def xlsx_extent(fd: int, sheet: str | None, max_bytes: int) -> SheetExtent | Non
                 break
     if column:
         columns = _column_number(column.decode())
-    strings = sum(
-        len(c) for c in _inflated(fd, size, _member(fd, size, "xl/sharedStrings.xml"), max_bytes)
-    )
-    return SheetExtent(found[0], rows, columns, sheet_bytes, strings)
+    strings = 0
+    gaps.run = 0
+    for chunk in _inflated(fd, size, _member(fd, size, "xl/sharedStrings.xml"), max_bytes):
+        strings += len(chunk)
+        gaps.add(chunk)
+    return SheetExtent(found[0], rows, columns, sheet_bytes, strings, gaps.longest)
 
 
 def workbook_facts(fd: int, fmt: str) -> tuple[dict[str, Any], list[str]]:

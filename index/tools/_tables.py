@@ -67,6 +67,7 @@ MAX_CSV_SCAN_BYTES = 8 * 1024 * 1024  # bytes read for one table_read of a CSV
 ROW_BUDGET = MAX_ANSWER_CHARS // 2  # the header, and a row on its own, at most this much text
 MAX_SHEET_CELLS = 20_000_000  # the range a workbook sheet's cells may span (held densely)
 MAX_SHEET_BYTES = 512 * 1024 * 1024  # a sheet's inflated XML, and its shared strings
+MAX_SHEET_CELL_BYTES = 4 * 1024 * 1024  # one cell's text (Excel's own limit is 32,767 chars)
 _WINDOW = 64 * 1024
 
 
@@ -301,7 +302,7 @@ def read_csv_rows(
     )
 
 
-_EXTENTS: dict[tuple[str, str | None, int, int], str | None] = {}  # -> refusal, or None
+_EXTENTS: dict[tuple[str, str | None, int, int, int], str | None] = {}  # -> refusal, or None
 _EXTENTS_KEPT = 64
 
 
@@ -310,7 +311,7 @@ def _check_extent(table: TableFile, sheet: str | None) -> None:
     references span (two cells at A1 and XFD1048576 asked for 512 GiB and aborted the
     process), and holds the sheet's XML text and every shared string. Checked on the XML
     before calamine reads it, once per file content."""
-    key = (fingerprint(table.file), sheet, MAX_SHEET_CELLS, MAX_SHEET_BYTES)
+    key = (fingerprint(table.file), sheet, MAX_SHEET_CELLS, MAX_SHEET_BYTES, MAX_SHEET_CELL_BYTES)
     if key not in _EXTENTS:
         _EXTENTS[key] = _extent_refusal(table, sheet)
         while len(_EXTENTS) > _EXTENTS_KEPT:
@@ -334,6 +335,12 @@ def _extent_refusal(table: TableFile, sheet: str | None) -> str | None:
             f"{shown} spans {extent.rows:,} rows x {extent.columns:,} columns ({cells:,} cells, "
             f"over the {MAX_SHEET_CELLS:,} a sheet may span): its cells' references reach that "
             "far; it is not read"
+        )
+    if extent.longest_text > MAX_SHEET_CELL_BYTES:
+        return (
+            f"{shown} holds a cell of over {MAX_SHEET_CELL_BYTES:,} bytes of text "
+            f"({extent.longest_text:,}; a spreadsheet cell holds at most 32,767 chars): "
+            "it is not read"
         )
     for what, count in (("XML", extent.sheet_bytes), ("shared strings", extent.strings_bytes)):
         if count > MAX_SHEET_BYTES:

@@ -155,3 +155,22 @@ def test_one_giant_cell_is_read_and_cut(ws: Workspace) -> None:
     # DuckDB reads lines of at most 2 MB: the query is refused in the library's words.
     with pytest.raises(WrongFileTypeError, match="cannot be read as a xlsx table"):
         ws.table_query("giant.xlsx", "SELECT * FROM t")
+
+
+def test_a_cell_past_the_bound_is_refused_before_it_is_read(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 300 MB cell took calamine past 2 GiB: a cell is checked on the XML's runs of text.
+    monkeypatch.setattr(_tables, "MAX_SHEET_CELL_BYTES", 2 * 1024 * 1024)
+    giant = "y" * (3 * 1024 * 1024)
+    inline = _with_sheet(
+        xlsx({"S": [["a"]]}),
+        lambda xml: xml.replace(
+            "</sheetData>",
+            f'<row r="2"><c r="A2" t="inlineStr"><is><t>{giant}</t></is></c></row></sheetData>',
+        ),
+    )
+    for name, data in (("inline.xlsx", inline), ("shared.xlsx", xlsx({"S": [["a"], [giant]]}))):
+        (root(ws) / name).write_bytes(data)
+        with pytest.raises(WrongFileTypeError, match="holds a cell of over 2,097,152 bytes"):
+            ws.table_read(name)
