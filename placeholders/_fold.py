@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -217,7 +218,11 @@ class _Facts:
                 if item is None:
                     line = f"- ... ({omitted} earlier items omitted; use conversation_search) ..."
                 else:
-                    line = f"- [{item[0]}] {one_line(item[1], cut(240))}"
+                    head = one_line(item[1], cut(240))
+                    line = f"- [{item[0]}] {head}"
+                    if head.endswith("..."):  # cut: its distinctive words past the head
+                        words = _distinctive_words(item[1], head, max(2, int(6 * scale)))
+                        line += f" (also: {', '.join(words)})" if words else ""
                 parts.append(line)
                 size += len(line) + 1
                 if limit is not None and size > limit:
@@ -225,9 +230,10 @@ class _Facts:
         if self.files:
             ranked = sorted(self.files.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
             parts.append(f"Files touched ({len(ranked)}):")
-            for path, tools in ranked[: few(30)]:
+            # Paths are what a reader looks for by name: up to 30 stay whole at every scale.
+            for path, tools in ranked[:30]:
                 uses = ", ".join(f"{tool} x{n}" for tool, n in sorted(tools.items()))
-                parts.append(f"- {one_line(path, cut(160))} ({uses})")
+                parts.append(f"- {one_line(path, max(cut(160), 100))} ({uses})")
         if self.commands:
             ranked_commands = sorted(self.commands.items(), key=lambda kv: (-kv[1], kv[0]))
             runs = sum(self.commands.values())
@@ -244,6 +250,18 @@ class _Facts:
                 parts.append(f"- [{mid}] {one_line(text, cut(300))}")
         body = "\n".join(parts)
         return None if limit is not None and len(body) > limit else body
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]{4,}")
+
+
+def _distinctive_words(text: str, head: str, count: int) -> list[str]:
+    """The ``count`` longest distinct words (5 letters or more) of ``text`` that its shown
+    ``head`` does not already hold, longest first (ties alphabetical): what a reader would
+    search a long request by."""
+    shown = head.lower()
+    words = {w for w in _WORD.findall(text) if w.lower() not in shown}
+    return sorted(words, key=lambda w: (-len(w), w))[:count]
 
 
 class CallableSummarizer:
@@ -307,12 +325,16 @@ def folded_prefix(
     """The two messages that stand for a folded prefix: a user-role preamble with the summary
     and a pointer to the retrieval tools, and a short assistant acknowledgement. Their bytes
     depend only on the fold, so they stay identical until the next fold."""
+    cid = json.dumps(conversation_id)
     preamble = (
         f"[Summary of the earlier conversation, through message {json.dumps(through_id)}]\n"
         f"{summary}\n\n"
-        "The full earlier messages are stored unchanged. Fetch one with "
-        f"{read_call(conversation_id, 'MESSAGE_ID')} or find them with "
-        f"conversation_search(query=..., conversation_id={json.dumps(conversation_id)})."
+        "This summary leaves most details out; the full earlier messages are stored unchanged "
+        "and searchable. Before redoing earlier work (re-reading a file, re-running a "
+        "command, asking the user again), find what you need: search with "
+        f'conversation_search(query="<words, a path, a command or an error>", '
+        f"conversation_id={cid}) and read a hit, or a message id named above, with "
+        f"{read_call(conversation_id, 'MESSAGE_ID')}."
     )
     return [
         {"role": "user", "content": preamble, "id": f"fold-{generation}-summary", "meta": True},
