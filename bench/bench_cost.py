@@ -603,6 +603,12 @@ def sweep(
     for k in (2, 3, 4):
         if k != base.keep_assistant_turns:
             variants[f"keep_assistant_turns={k}"] = replace(base, keep_assistant_turns=k)
+    for k in (1, 3):
+        if k != base.keep_user_exchanges:
+            variants[f"keep_user_exchanges={k}"] = replace(base, keep_user_exchanges=k)
+    for chars in (1000, 4000):
+        if chars != base.min_chars:
+            variants[f"min_chars={chars}"] = replace(base, min_chars=chars)
     for name, value in _new_knobs(base):
         variants[name] = value
     out: dict[str, Any] = {}
@@ -643,6 +649,9 @@ def main() -> None:
     parser.add_argument("--ttl", type=float, default=300.0, help="cache TTL in seconds")
     parser.add_argument("--sweep", action="store_true", help="also sweep the default's knobs")
     parser.add_argument("--only", help="one corpus (claude-code, mini-swe-agent, tau-bench)")
+    parser.add_argument(
+        "--strategies", help="comma-separated strategies for the table (default: all)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
@@ -669,9 +678,11 @@ def main() -> None:
     for corpus in names:
         provider = CORPORA[corpus][1]
         convs = data[corpus]
+        chosen = set(args.strategies.split(",")) | {"none"} if args.strategies else None
         sums = {
             name: run_corpus(convs, provider, s, args.ttl)
             for name, s in strategies(default).items()
+            if chosen is None or name in chosen
         }
         nones[corpus] = sums["none"]
         rows = {name: row(s, sums["none"]) for name, s in sums.items()}
@@ -681,7 +692,7 @@ def main() -> None:
             "requests": sums["none"]["unit"].requests,
             "strategies": rows,
         }
-    if not args.only:
+    if not args.only and not args.strategies:
         report["floors"] = floors(report["corpora"])
     if args.sweep:
         report["sweep"] = sweep(data, args.ttl, default, nones)

@@ -141,6 +141,7 @@ class _Facts:
 
     def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.words: dict[str, list[str]] = {}  # request id -> its distinctive words
         self.answers: list[tuple[str, str]] = []  # the last answer of each exchange
         self.files: dict[str, Counter[str]] = {}
         self.commands: Counter[str] = Counter()
@@ -154,6 +155,7 @@ class _Facts:
                     self.answers.append(last_answer)
                 last_answer = None
                 self.requests.append((mid, text_of(message)))
+                self.words[mid] = _distinctive_words(self.requests[-1][1])
             elif message.get("role") == "assistant":
                 names.update(tool_calls(message))
                 for call_id, value in call_inputs(message):
@@ -221,7 +223,9 @@ class _Facts:
                     head = one_line(item[1], cut(240))
                     line = f"- [{item[0]}] {head}"
                     if head.endswith("..."):  # cut: its distinctive words past the head
-                        words = _distinctive_words(item[1], head, max(2, int(6 * scale)))
+                        shown = head.lower()
+                        words = [w for w in self.words[item[0]] if w.lower() not in shown]
+                        words = words[: max(2, int(6 * scale))]
                         line += f" (also: {', '.join(words)})" if words else ""
                 parts.append(line)
                 size += len(line) + 1
@@ -255,13 +259,14 @@ class _Facts:
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]{4,}")
 
 
-def _distinctive_words(text: str, head: str, count: int) -> list[str]:
-    """The ``count`` longest distinct words (5 letters or more) of ``text`` that its shown
-    ``head`` does not already hold, longest first (ties alphabetical): what a reader would
-    search a long request by."""
-    shown = head.lower()
-    words = {w for w in _WORD.findall(text) if w.lower() not in shown}
-    return sorted(words, key=lambda w: (-len(w), w))[:count]
+MAX_WORD_SCAN_CHARS = 50_000  # a request's words are looked for in its first 50,000 chars
+
+
+def _distinctive_words(text: str) -> list[str]:
+    """The 12 longest distinct words (5 letters or more) of a request, longest first (ties
+    alphabetical): what a reader would search it by, shown past its head."""
+    words = set(_WORD.findall(text[:MAX_WORD_SCAN_CHARS]))
+    return sorted(words, key=lambda w: (-len(w), w))[:12]
 
 
 class CallableSummarizer:
