@@ -24,7 +24,7 @@ from tests.conftest import SAMPLES
 from tests.integrations.agents_model import ScriptedModel, log_output, logs, placeholders_in
 from tests.sdk_types import assert_valid
 
-EAGER = ReplayPolicy(timing="eager")  # elide the moment a result is stale: a fixed script
+EAGER = ReplayPolicy(timing="eager", keep_assistant_turns=3)  # elide when stale: a fixed script
 
 
 def run(coro: Any) -> Any:

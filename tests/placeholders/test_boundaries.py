@@ -232,7 +232,7 @@ def test_eager_elisions_stay_when_a_new_exchange_begins() -> None:
         messages += [an_call((f"t{i}", "bash")), an_results((f"t{i}", f"{i}" * 3000, False))]
     policy = ReplayPolicy(timing="eager")
     before = replay(with_ids(messages), conversation_id="c", policy=policy)
-    assert before.placeholders == 3  # the results older than the last 3 assistant turns
+    assert before.placeholders == 4  # the results older than the last 2 assistant turns
     later = with_ids([*messages, assistant("done"), user("thanks, one more thing")])
     after = replay(later, conversation_id="c", policy=policy)
     assert after.placeholders == before.placeholders

@@ -432,16 +432,16 @@ def test_a_long_agent_loop_ages_by_assistant_turns_and_waits_for_the_cache() -> 
     messages = with_ids([*messages, assistant("done")])
     assert replay(messages, conversation_id="c", policy=SEED).placeholders == 0  # one exchange
     eager = replay(messages, conversation_id="c", policy=ReplayPolicy(timing="eager"))
-    assert eager.placeholders == 38  # all but the results of the last 3 turns
+    assert eager.placeholders == 39  # all but the results of the last 2 turns
     lean = replay(messages, conversation_id="c")
     assert 0 < lean.placeholders <= eager.placeholders
     assert check_pairing(lean.messages) == []
     # The first stale result is not elided the moment it ages: one more result is not worth
     # rewriting the cached prefix after it.
-    early = replay(messages[:10], conversation_id="c")
+    early = replay(messages[:6], conversation_id="c")
     assert early.placeholders == 0
     assert replay(
-        messages[:10], conversation_id="c", policy=ReplayPolicy(timing="eager")
+        messages[:6], conversation_id="c", policy=ReplayPolicy(timing="eager")
     ).placeholders
     assert assert_prefix_extensions(messages, ReplayPolicy()) >= 2
 
@@ -451,11 +451,11 @@ def test_pressure_applies_stale_elisions_at_once() -> None:
     for i in range(4):
         messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "y" * 6000)]
     messages = with_ids(messages)
-    # One stale result is not worth rewriting the three big ones after it...
+    # Two stale results are not worth rewriting the two big ones after them...
     assert replay(messages, conversation_id="c").placeholders == 0
     # ...unless the request is over the pressure size.
     pressed = replay(messages, conversation_id="c", policy=ReplayPolicy(pressure_chars=20_000))
-    assert pressed.placeholders == 1
+    assert pressed.placeholders == 2
 
 
 @pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
@@ -471,7 +471,7 @@ def test_stale_tool_inputs_become_placeholders_and_the_call_stays_valid(shape: s
         messages += [call, result]
     messages = with_ids([*messages, assistant("done")])
     lean = replay(messages, conversation_id="c9", policy=ReplayPolicy(timing="eager"))
-    assert lean.placeholders == 4  # all but the calls of the last 3 assistant turns
+    assert lean.placeholders == 5  # all but the calls of the last 2 assistant turns
     assert check_pairing(lean.messages) == []
     old, new = messages[1], lean.messages[1]
     if shape == "openai":

@@ -129,7 +129,7 @@ def test_an_input_placeholder_names_the_field_size_head_and_call() -> None:
         ),
         (
             ReplayPolicy(keep_user_exchanges=1),
-            "older than the last 1 user exchanges or the last 3 assistant turns",
+            "older than the last 1 user exchanges or the last 2 assistant turns",
         ),
     ],
     ids=["exchange", "turn", "either"],

@@ -125,7 +125,7 @@ def test_pressure_applies_a_batch_only_above_pressure_chars(extra: int, applied:
     # One stale result is not worth rewriting the three after it; only pressure applies it.
     messages = agent_loop(4)
     request = sum(size(m) for m in messages)
-    policy = ReplayPolicy(pressure_chars=request + extra)
+    policy = ReplayPolicy(pressure_chars=request + extra, keep_assistant_turns=3)
     assert replay(messages, conversation_id="c", policy=policy).placeholders == int(applied)
 
 
@@ -150,7 +150,7 @@ def test_a_conversation_without_a_genuine_user_message_ages_by_turns() -> None:
     messages[0] = {**messages[0], "meta": True}
     policy = ReplayPolicy(pressure_chars=1)
     out = replay(messages, conversation_id="c", policy=policy)
-    assert out.placeholders == 5  # all but the results of the last 3 turns
+    assert out.placeholders == 6  # all but the results of the last 2 turns
     assert elided(messages, policy) == cache_aware(messages, policy)
 
 
