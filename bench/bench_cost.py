@@ -37,6 +37,7 @@ defaults and the OpenAI Agents SDK ``ToolOutputTrimmer`` defaults. Tokens are ch
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -353,6 +354,23 @@ class Context:
     provider: str
     serialize: Serializer
     fold: FoldSim | None = None
+    times: dict[str, float] = field(default_factory=dict)  # message id -> when it was stored
+    now: float | None = None  # when the request is sent
+
+    def stored(self, message: Mapping[str, Any], at: float | None) -> None:
+        if at is None:
+            return
+        for mid in message.get("block_ids") or [message.get("id")]:
+            if isinstance(mid, str):
+                self.times[mid] = at
+
+
+# The policy's expiry-aware timing reads the append times (issue 24), where replay takes them.
+_TIMED = "times" in inspect.signature(replay).parameters
+
+
+def _clock_of(ctx: Context) -> dict[str, Any]:
+    return {"times": ctx.times, "now": ctx.now} if _TIMED and ctx.times else {}
 
 
 Strategy = Callable[[Messages, Context], Sequence[Mapping[str, Any]]]
@@ -374,10 +392,12 @@ def strategies(default: ReplayPolicy, fold: FoldPolicy | None = None) -> dict[st
         if ctx.fold is None:
             ctx.fold = FoldSim(fold_policy)
         record = ctx.fold.update(m)
-        return lean_replay(ctx.cid, m, {}, record, default).messages
+        return lean_replay(ctx.cid, m, {}, record, default, **_clock_of(ctx)).messages
 
     def policy_of(policy: ReplayPolicy) -> Strategy:
-        return lambda m, ctx: replay(m, conversation_id=ctx.cid, policy=policy).messages
+        return lambda m, ctx: (
+            replay(m, conversation_id=ctx.cid, policy=policy, **_clock_of(ctx)).messages
+        )
 
     return {
         "none": lambda m, ctx: m,
@@ -480,10 +500,14 @@ def bill_fixed(
     thinking = ThinkingAsBilled()
     out_unit, out_ttl = Totals(), Totals()
     price = write_price(ttl)
+    done = 0
     for k in _request_points(conv):
         history = conv.messages[:k]
+        for j in range(done, k):
+            ctx.stored(conv.messages[j], conv.times[j])
+        done = k
+        at = ctx.now = _clock(conv.times[:k])
         sent = strategy(history, ctx)
-        at = _clock(conv.times[:k])
         out_unit.add(unit.request(ctx.serialize(sent), None), WRITE_5M)
         billed = thinking(sent, conv.models[k]) if provider == "anthropic" else sent
         out_ttl.add(timed.request(ctx.serialize(billed), at), price)
@@ -504,7 +528,7 @@ def bill_adjusted(conv: Conversation, provider: str, strategy: Strategy, ttl: fl
     n = 0
     for k, message in enumerate(conv.messages):
         if k in points:
-            at = _clock(times)
+            at = ctx.now = _clock(times)
             model = conv.models[k]
             round_trips = 0
             while True:
@@ -529,9 +553,12 @@ def bill_adjusted(conv: Conversation, provider: str, strategy: Strategy, ttl: fl
                 trip = reread_round_trip(first, provider, conv.cid, mid, n)
                 session.extend(trip)
                 times.extend([at] * len(trip))
+                for extra in trip:
+                    ctx.stored(extra, at)
                 detector.read_back(first, trip)
         session.append(message)
         times.append(conv.times[k])
+        ctx.stored(message, conv.times[k])
         detector.append(message)
     return out
 
@@ -609,6 +636,8 @@ def sweep(
     for chars in (1000, 4000):
         if chars != base.min_chars:
             variants[f"min_chars={chars}"] = replace(base, min_chars=chars)
+    if not base.drop_thinking:
+        variants["drop_thinking=True"] = replace(base, drop_thinking=True)
     for name, value in _new_knobs(base):
         variants[name] = value
     out: dict[str, Any] = {}
@@ -629,18 +658,24 @@ def sweep(
 
 
 def _new_knobs(base: ReplayPolicy) -> list[tuple[str, ReplayPolicy]]:
-    """Variants of the policy fields that exist in this checkout (fresh_cap_chars and the
-    preview's shape arrive with issue 24's policy half)."""
-    out = []
+    """Variants of the policy fields issue 24's policy half adds, when this checkout has
+    them: the cap on fresh oversized results and the preview's shape."""
+    out: list[tuple[str, ReplayPolicy]] = []
     fields = getattr(base, "__dataclass_fields__", {})
     if "fresh_cap_chars" in fields:
-        for cap in (20_000, 50_000, 100_000, 10**9):
-            if cap != base.fresh_cap_chars:  # type: ignore[attr-defined]
+        keep = getattr(base, "fresh_keep_chars", 0)
+        for cap in (20_000, 50_000, 100_000, None):
+            if cap != base.fresh_cap_chars and (cap is None or cap > keep):  # type: ignore[attr-defined]
                 out.append((f"fresh_cap_chars={cap}", replace(base, fresh_cap_chars=cap)))  # type: ignore[call-arg]
-    if "preview_chars" in fields:
-        for chars in (0, 500):
-            if chars != base.preview_chars:
-                out.append((f"preview_chars={chars}", replace(base, preview_chars=chars)))
+    for chars in (0, 500):
+        if chars != base.preview_chars:
+            out.append((f"preview_chars={chars}", replace(base, preview_chars=chars)))
+    if "preview_shape" in fields:
+        for shape in (("head",), ("head", "tail"), ("head", "errors", "paths")):
+            shape_of = tuple(base.preview_shape)  # type: ignore[attr-defined]
+            if shape != shape_of:
+                label = f"preview_shape={'+'.join(shape)}"
+                out.append((label, replace(base, preview_shape=shape)))  # type: ignore[call-arg]
     return out
 
 
@@ -657,6 +692,8 @@ def main() -> None:
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     load_before = os.getloadavg()
     default = ReplayPolicy()
+    if "cache_ttl_s" in getattr(default, "__dataclass_fields__", {}):
+        default = replace(default, cache_ttl_s=args.ttl)  # type: ignore[call-arg]
     report: dict[str, Any] = {
         "model": {
             "requests": "one per assistant message, holding every message before it",
