@@ -25,7 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from leanreplay.placeholders import call_inputs, load_input, result_slots, tool_calls
+from leanreplay.placeholders import (
+    call_inputs,
+    is_genuine_user,
+    load_input,
+    result_slots,
+    tool_calls,
+)
 
 READ = 0.1
 WRITE_5M = 1.25
@@ -134,6 +140,49 @@ class PromptCache:
         kept = [e for e in live if shared_prefix(e.parts, parts)[1] < len(e.parts)]
         self.entries = [*kept[-(MAX_ENTRIES - 1) :], _Entry(parts, now)]
         return Bill(read=read, write=total - read, expired=expired_best > read)
+
+
+# --- thinking ---------------------------------------------------------------------------
+
+# Models that keep only the last turn's thinking in the context they bill (Anthropic's
+# extended-thinking docs: Opus 4.5 and later keep every earlier turn's; Sonnet 4.5 and
+# earlier, and Haiku 4.5, only the last turn's).
+STRIPS_EARLIER_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-sonnet-4-2")
+
+
+class ThinkingAsBilled:
+    """The body Anthropic bills: for a model that keeps only the last turn's thinking, the
+    thinking blocks of assistant turns before the last genuine user message left out."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+
+    def __call__(
+        self, messages: Sequence[Mapping[str, Any]], model: str | None
+    ) -> Sequence[Mapping[str, Any]]:
+        if not model or not model.startswith(STRIPS_EARLIER_THINKING):
+            return messages
+        last = max((i for i, m in enumerate(messages) if is_genuine_user(m)), default=0)
+        out = list(messages)
+        for i in range(last):
+            m = messages[i]
+            content = m.get("content")
+            if m.get("role") != "assistant" or not isinstance(content, list):
+                continue
+            known = self.known.get(id(m))
+            if known is None or known[0] is not m:
+                kept = [
+                    b
+                    for b in content
+                    if not (
+                        isinstance(b, Mapping)
+                        and b.get("type") in ("thinking", "redacted_thinking")
+                    )
+                ]
+                known = (m, {**m, "content": kept} if kept and len(kept) < len(content) else m)
+                self.known[id(m)] = known
+            out[i] = known[1]
+        return out
 
 
 # --- re-reads ---------------------------------------------------------------------------
@@ -365,6 +414,7 @@ __all__ = [
     "PromptCache",
     "Reread",
     "RereadDetector",
+    "ThinkingAsBilled",
     "body_chars",
     "call_targets",
     "distinctive",

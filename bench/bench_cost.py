@@ -58,6 +58,7 @@ from bench._billing import (
     Bill,
     PromptCache,
     RereadDetector,
+    ThinkingAsBilled,
     body_chars,
     reread_round_trip,
     write_price,
@@ -92,8 +93,6 @@ CLEARED = "[cleared]"  # LangChain's placeholder; Anthropic does not document it
 SWE_AGENT_N, SWE_AGENT_POLLING = 5, 5
 OPENHANDS_WINDOW = 100  # ObservationMaskingCondenserConfig.attention_window default
 TRIMMER_RECENT, TRIMMER_MAX, TRIMMER_PREVIEW = 2, 500, 200  # ToolOutputTrimmer defaults
-# Models that keep only the last turn's thinking (Anthropic's extended-thinking docs).
-STRIPS_EARLIER_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-sonnet-4-2")
 
 Messages = list[dict[str, Any]]
 
@@ -415,41 +414,6 @@ def strategies(default: ReplayPolicy, fold: FoldPolicy | None = None) -> dict[st
         ),
         "agents_sdk": lambda m, ctx: agents_sdk(m),
     }
-
-
-class ThinkingAsBilled:
-    """The body Anthropic bills: for a model that keeps only the last turn's thinking, the
-    thinking blocks of assistant turns before the last genuine user message left out."""
-
-    def __init__(self) -> None:
-        self.known: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
-
-    def __call__(
-        self, messages: Sequence[Mapping[str, Any]], model: str | None
-    ) -> Sequence[Mapping[str, Any]]:
-        if not model or not model.startswith(STRIPS_EARLIER_THINKING):
-            return messages
-        last = max((i for i, m in enumerate(messages) if is_genuine_user(m)), default=0)
-        out = list(messages)
-        for i in range(last):
-            m = messages[i]
-            content = m.get("content")
-            if m.get("role") != "assistant" or not isinstance(content, list):
-                continue
-            known = self.known.get(id(m))
-            if known is None or known[0] is not m:
-                kept = [
-                    b
-                    for b in content
-                    if not (
-                        isinstance(b, Mapping)
-                        and b.get("type") in ("thinking", "redacted_thinking")
-                    )
-                ]
-                known = (m, {**m, "content": kept} if kept and len(kept) < len(content) else m)
-                self.known[id(m)] = known
-            out[i] = known[1]
-        return out
 
 
 @dataclass

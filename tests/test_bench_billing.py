@@ -15,6 +15,7 @@ from bench._billing import (
     WRITE_5M,
     PromptCache,
     RereadDetector,
+    ThinkingAsBilled,
     reread_round_trip,
     write_price,
 )
@@ -232,3 +233,37 @@ def test_a_call_on_the_same_path_as_an_elided_result_is_a_reread_until_read_back
     }
     found.read_back(reread, trip)
     assert found.rereads([*sent, *trip], nxt) == []
+
+
+# --- thinking as Anthropic bills it ---------------------------------------------------------
+
+
+def thinking_turn(n: int) -> dict[str, object]:
+    return {
+        "role": "assistant",
+        "id": f"a{n}",
+        "content": [
+            {"type": "thinking", "thinking": f"plan {n}", "signature": "sig"},
+            {"type": "text", "text": f"answer {n}"},
+        ],
+    }
+
+
+def test_earlier_turns_thinking_is_billed_by_opus_and_dropped_by_sonnet_and_haiku() -> None:
+    messages = [
+        {"role": "user", "id": "u1", "content": "first"},
+        thinking_turn(1),
+        {"role": "user", "id": "u2", "content": "second"},
+        thinking_turn(2),  # the current exchange's turn: always billed as sent
+    ]
+    billed = ThinkingAsBilled()
+    assert billed(messages, "claude-opus-4-5-20251101") is messages
+    for model in ("claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"):
+        out = billed(messages, model)
+        assert out[1]["content"] == [{"type": "text", "text": "answer 1"}]
+        assert out[3] is messages[3]
+        assert [m for i, m in enumerate(out) if i != 1] == [
+            m for i, m in enumerate(messages) if i != 1
+        ]
+    # The same stripped copy each time: its serialization (and the cache) stays stable.
+    assert billed(messages, "claude-haiku-4-5-20251001")[1] is out[1]
