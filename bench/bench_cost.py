@@ -635,7 +635,12 @@ def _new_knobs(base: ReplayPolicy) -> list[tuple[str, ReplayPolicy]]:
         if chars != base.preview_chars:
             out.append((f"preview_chars={chars}", replace(base, preview_chars=chars)))
     if "preview_shape" in fields:
-        for shape in (("head",), ("head", "tail"), ("head", "errors", "paths")):
+        for shape in (
+            ("head",),
+            ("head", "tail"),
+            ("head", "errors", "paths"),
+            ("head", "tail", "errors", "paths"),
+        ):
             shape_of = tuple(base.preview_shape)  # type: ignore[attr-defined]
             if shape != shape_of:
                 label = f"preview_shape={'+'.join(shape)}"
