@@ -223,8 +223,8 @@ class _Facts:
                     head = one_line(item[1], cut(240))
                     line = f"- [{item[0]}] {head}"
                     if head.endswith("..."):  # cut: its distinctive words past the head
-                        shown = head.lower()
-                        words = [w for w in self.words[item[0]] if w.lower() not in shown]
+                        head_lower = head.lower()
+                        words = [w for w in self.words[item[0]] if w.lower() not in head_lower]
                         words = words[: max(2, int(6 * scale))]
                         line += f" (also: {', '.join(words)})" if words else ""
                 parts.append(line)
