@@ -342,6 +342,8 @@ class Workspace:
         *,
         snapshot: bool = False,
         budget_tokens: int | None = None,
+        now: float | None = None,
+        last_request_at: float | None = None,
     ) -> ReplayResult:
         """The lean replay of a stored conversation: attachments as cards, a folded prefix
         as its summary, stale tool results as placeholders.
@@ -349,9 +351,23 @@ class Workspace:
         With ``snapshot=True`` (a replay about to be sent to a model) a prompt snapshot is
         recorded: time, size, estimated tokens against ``budget_tokens`` (the input budget,
         if known), placeholders and fold; the home keeps the last `SNAPSHOTS_KEPT`.
+
+        The store's append times say when each past request went out; a request that comes
+        more than ``policy.cache_ttl_s`` after the one before it (its cache expired) applies
+        every pending stale elision at once and, with the automatic fold on, folds once the
+        unsummarized part is over `FoldPolicy.cold_threshold`. ``now`` is when this request
+        goes out (default: the newest append), ``last_request_at`` when the previous one did
+        (default: from the append times).
         """
         cid = self._visible(conversation_id)
-        return self._life.replay(cid, policy, snapshot=snapshot, budget_tokens=budget_tokens)
+        return self._life.replay(
+            cid,
+            policy,
+            snapshot=snapshot,
+            budget_tokens=budget_tokens,
+            now=now,
+            last_request_at=last_request_at,
+        )
 
     def snapshots(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
         """The prompt snapshots kept in this home (the last `SNAPSHOTS_KEPT`), oldest first;

@@ -56,15 +56,33 @@ class FoldPolicy:
         threshold_chars: fold once the unsummarized messages carry more than this.
         keep_last: messages kept verbatim at the end, before backing off to a user turn.
         max_summary_chars: the summary is cut to this length.
+        cold_threshold_chars: a request that finds the provider's cache expired (see
+            `ReplayPolicy.cache_ttl_s`) folds once the unsummarized messages carry more than
+            this: that request is written in full anyway, so the fold costs no cache
+            rewrite there. None: half of ``threshold_chars``; never above it.
     """
 
     threshold_chars: int = DEFAULT_FOLD_THRESHOLD_CHARS
     keep_last: int = DEFAULT_KEEP_LAST
     max_summary_chars: int = DEFAULT_MAX_SUMMARY_CHARS
+    cold_threshold_chars: int | None = None
 
     def __post_init__(self) -> None:
         for name, minimum in (("threshold_chars", 1), ("keep_last", 1), ("max_summary_chars", 200)):
             check_int(name, getattr(self, name), minimum=minimum, error=InvalidPolicyError)
+        if self.cold_threshold_chars is not None:
+            check_int(
+                "cold_threshold_chars",
+                self.cold_threshold_chars,
+                minimum=1,
+                error=InvalidPolicyError,
+            )
+
+    def cold_threshold(self) -> int:
+        """The threshold a fold uses at a request that finds the cache expired."""
+        if self.cold_threshold_chars is None:
+            return max(self.threshold_chars // 2, 1)
+        return min(self.cold_threshold_chars, self.threshold_chars)
 
 
 def fold_boundary(

@@ -10,6 +10,7 @@ a single long agent loop ages too. Both are pure functions of the message list.
 from __future__ import annotations
 
 import json
+import math
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,10 +20,12 @@ from typing import Any, Literal
 from ._checks import check_int
 from ._errors import InvalidMessagesError, InvalidPolicyError
 from ._pairing import BLOCK_IDS_KEY, repair_pairing
+from ._preview import cut_text, parse_cut, preview_parts, render_preview
 from ._shapes import (
     ITEM_ROLES,
     ResultSlot,
     block_chars,
+    block_text,
     content_chars,
     is_genuine_user,
     json_chars,
@@ -36,17 +39,22 @@ from ._shapes import (
 __all__ = [
     "CACHE_READ",
     "CACHE_WRITE",
+    "DEFAULT_CACHE_TTL_S",
+    "DEFAULT_FRESH_CAP_CHARS",
+    "DEFAULT_FRESH_KEEP_CHARS",
     "DEFAULT_KEEP_ASSISTANT_TURNS",
     "DEFAULT_KEEP_USER_EXCHANGES",
     "DEFAULT_MIN_CHARS",
     "DEFAULT_PRESSURE_CHARS",
     "DEFAULT_PREVIEW_CHARS",
+    "DEFAULT_PREVIEW_SHAPE",
     "INPUT_MARKER",
     "PLACEHOLDER_MARKER",
     "AgeUnit",
     "ReplayPolicy",
     "ReplayResult",
     "Timing",
+    "cache_expired",
     "call_inputs",
     "is_placeholder",
     "parse_read_call",
@@ -61,6 +69,14 @@ DEFAULT_KEEP_ASSISTANT_TURNS = 2
 DEFAULT_PRESSURE_CHARS = 150_000
 DEFAULT_PREVIEW_CHARS = 200
 MAX_PREVIEW_CHARS = 2000
+DEFAULT_PREVIEW_SHAPE: tuple[str, ...] = ("head",)
+# A provider's prompt cache lives 5 minutes from its last use (Anthropic's default TTL; the
+# 1-hour TTL costs twice the write price): a request after a longer gap rewrites it anyway.
+DEFAULT_CACHE_TTL_S = 300.0
+# Provisional: a fresh result over this is cut to its ends at once (about 10k tokens; Claude
+# Code keeps a 2 KB preview of a big output, deepagents evicts results over 20k tokens).
+DEFAULT_FRESH_CAP_CHARS = 40_000
+DEFAULT_FRESH_KEEP_CHARS = 4_000  # what a cut result shows: its first and last 2,000 chars
 PLACEHOLDER_MARKER = "[elided tool result]"
 INPUT_MARKER = "[elided tool input]"
 # In the text of an input that holds either placeholder (a replay of a replay), unless the
@@ -91,7 +107,13 @@ class ReplayPolicy:
         age_unit: ``"exchange_or_turn"`` (default: stale when older than the last
             ``keep_user_exchanges`` exchanges *or* the last ``keep_assistant_turns`` turns of
             the current exchange), ``"user_exchange"`` or ``"assistant_turn"``.
-        preview_chars: length of the head excerpt in a placeholder; 0 leaves it out.
+        preview_chars: length of the head (and tail) excerpt in a placeholder; 0 leaves
+            them out.
+        preview_shape: what a result's placeholder shows of the original, any of ``"head"``
+            (its first ``preview_chars``), ``"tail"`` (its last ``preview_chars``),
+            ``"errors"`` (the first 3 lines that report a failure, 160 chars each) and
+            ``"paths"`` (the first 5 file paths it mentions), always in that order; default
+            ``("head",)``. A bench can count the re-reads each shape causes.
         exclude_tools: names of tools whose results and inputs are never elided.
         min_savings: elide in batches that save at least this many chars. 0 elides at once.
         timing: ``"cache_aware"`` (default) applies a batch of stale elisions only once it
@@ -105,6 +127,17 @@ class ReplayPolicy:
         drop_thinking: leave out ``thinking`` / ``redacted_thinking`` blocks of assistant
             turns before the current exchange (Anthropic strips them from the context
             itself; those of the current tool loop are always kept, signed and unchanged).
+        cache_ttl_s: seconds a provider keeps a cached prefix after its last use (300, the
+            5-minute cache; 3600 for the 1-hour one). With cache-aware timing, a request
+            that comes more than this after the one before it (its cache has expired, so it
+            is written in full anyway) applies every pending stale elision at once; the
+            times come from `replay`'s ``times`` / ``now`` / ``last_request_at``.
+        fresh_cap_chars: a text tool result over this many chars is cut even while fresh:
+            replaced by its first and last ``fresh_keep_chars // 2`` chars and the exact
+            ``conversation_read`` call that returns the rest (a string result: the call's
+            ``offset`` is where the shown head ends). None never cuts. The in-turn
+            compactor stays the emergency net for everything else.
+        fresh_keep_chars: what a cut result keeps of the original, head and tail together.
     """
 
     min_chars: int = DEFAULT_MIN_CHARS
@@ -118,12 +151,18 @@ class ReplayPolicy:
     pressure_chars: int = DEFAULT_PRESSURE_CHARS
     elide_inputs: bool = True
     drop_thinking: bool = False
+    preview_shape: tuple[str, ...] = DEFAULT_PREVIEW_SHAPE
+    cache_ttl_s: float = DEFAULT_CACHE_TTL_S
+    fresh_cap_chars: int | None = DEFAULT_FRESH_CAP_CHARS
+    fresh_keep_chars: int = DEFAULT_FRESH_KEEP_CHARS
 
     @classmethod
     def seed(cls) -> ReplayPolicy:
         """The original rule, exactly: tool results of >= 2,000 chars older than the last two
         genuine user exchanges become placeholders at once; nothing else changes."""
-        return cls(age_unit="user_exchange", timing="eager", elide_inputs=False)
+        return cls(
+            age_unit="user_exchange", timing="eager", elide_inputs=False, fresh_cap_chars=None
+        )
 
     def __post_init__(self) -> None:
         for name, minimum in (
@@ -133,8 +172,32 @@ class ReplayPolicy:
             ("preview_chars", 0),
             ("min_savings", 0),
             ("pressure_chars", 1),
+            ("fresh_keep_chars", 0),
         ):
             check_int(name, getattr(self, name), minimum=minimum, error=InvalidPolicyError)
+        if self.fresh_cap_chars is not None:
+            check_int("fresh_cap_chars", self.fresh_cap_chars, minimum=1, error=InvalidPolicyError)
+            if self.fresh_keep_chars >= self.fresh_cap_chars:
+                raise InvalidPolicyError(
+                    f"fresh_keep_chars must be < fresh_cap_chars ({self.fresh_cap_chars:,}), "
+                    f"got {self.fresh_keep_chars:,}: a cut result must be shorter than the cap"
+                )
+        ttl = self.cache_ttl_s
+        if (
+            isinstance(ttl, bool)
+            or not isinstance(ttl, (int, float))
+            or not math.isfinite(ttl)
+            or ttl <= 0
+        ):
+            raise InvalidPolicyError(
+                f"cache_ttl_s must be a number of seconds > 0 (300 for a 5-minute cache), "
+                f"got {ttl!r}"
+            )
+        try:
+            shape = preview_parts(self.preview_shape)
+        except ValueError as exc:
+            raise InvalidPolicyError(str(exc)) from None
+        object.__setattr__(self, "preview_shape", shape)
         if self.preview_chars > MAX_PREVIEW_CHARS:
             raise InvalidPolicyError(
                 f"preview_chars must be <= {MAX_PREVIEW_CHARS}, got {self.preview_chars}"
@@ -208,23 +271,30 @@ def read_call(
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 _READ_CALL = re.compile(
     rf"conversation_read\(conversation_id=({_JSON_STRING}), message_id=({_JSON_STRING})"
-    rf"(?:, tool_call_id=({_JSON_STRING}))?(?:, part=({_JSON_STRING}))?\)"
+    rf"(?:, tool_call_id=({_JSON_STRING}))?(?:, part=({_JSON_STRING}))?(?:, offset=(\d+))?\)"
 )
 
 
-def parse_read_call(text: str) -> dict[str, str] | None:
-    """The arguments of the first `read_call` text in ``text`` (a placeholder, a truncation
-    label, a search hit), ready for ``conversation_read``; None when it names no call.
+def parse_read_call(text: str) -> dict[str, Any] | None:
+    """The arguments of the first `read_call` text in ``text`` (a placeholder, a cut result,
+    a truncation label, a search hit), ready for ``conversation_read``; None when it names
+    no call.
 
     The inverse of `read_call`: ``parse_read_call(read_call(c, m, t, p))`` gives back
     ``{"conversation_id": c, "message_id": m, "tool_call_id": t, "part": p}`` (without the
-    arguments that are None).
+    arguments that are None); a paged call's ``offset`` comes back as an int.
     """
     match = _READ_CALL.search(text)
     if match is None:
         return None
     names = ("conversation_id", "message_id", "tool_call_id", "part")
-    return {n: json.loads(v) for n, v in zip(names, match.groups(), strict=True) if v is not None}
+    *strings, offset = match.groups()
+    out: dict[str, Any] = {
+        n: json.loads(v) for n, v in zip(names, strings, strict=True) if v is not None
+    }
+    if offset is not None:
+        out["offset"] = int(offset)
+    return out
 
 
 def is_placeholder(content: Any) -> bool:
@@ -262,6 +332,9 @@ def replay(
     *,
     conversation_id: str,
     policy: ReplayPolicy | None = None,
+    times: Mapping[str, float] | None = None,
+    now: float | None = None,
+    last_request_at: float | None = None,
 ) -> ReplayResult:
     """Replace stale, large tool results (and inputs) with placeholders; keep the rest verbatim.
 
@@ -282,11 +355,27 @@ def replay(
     So between two applied batches each replay is a byte-exact prefix extension of the one
     before, and the same messages always give the same bytes.
 
+    Expiry: when the times of the requests are known, a request that comes more than
+    ``policy.cache_ttl_s`` after the request before it finds the provider's cache expired
+    (it pays a full write whatever it holds), so it applies its whole pending batch at once.
+    A past request's time is the newest time in ``times`` among the messages before it
+    (what an agent loop appended just before sending it); the current request's is ``now``
+    (default: the same rule), and the request before it is at ``last_request_at`` (default:
+    the same rule). The same messages and times always give the same bytes.
+
+    A fresh text result over ``policy.fresh_cap_chars`` is cut at once, whatever its age
+    (`ReplayPolicy`); when it goes stale, its cut form becomes a placeholder like any other.
+
     Args:
         messages: OpenAI Chat Completions or Anthropic Messages dicts. Messages whose content
             may be elided need a string ``"id"`` (the store assigns one).
         conversation_id: named in every placeholder's ``conversation_read`` call.
         policy: thresholds and options; `ReplayPolicy()` by default.
+        times: when each message was stored, unix seconds by message id (a joined record's
+            blocks by their own ids); messages without one are not counted. The store's
+            append times are what `Workspace.replay` passes.
+        now: when the current request goes out (unix seconds).
+        last_request_at: when the conversation's previous request went out.
 
     Returns:
         The new message list (same shape as given) and its stats.
@@ -305,13 +394,22 @@ def replay(
             raise InvalidMessagesError(
                 f"message {i} is not a dict with a string 'role' (or a Responses item 'type')"
             )
+    for what, value in (("now", now), ("last_request_at", last_request_at)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value)
+        ):
+            raise InvalidMessagesError(f"{what} must be unix seconds (a number), got {value!r}")
     messages, notes = repair_pairing(messages)
+    chars_in = sum(content_chars(m) for m in messages)
+    cuts: list[_Item] = []
+    if policy.fresh_cap_chars is not None:
+        messages, cuts = _cut_fresh(messages, policy, conversation_id)
     sizes = [content_chars(m) for m in messages]
-    chars_in = sum(sizes)
     if policy.timing == "eager":
         chosen = _eager(messages, policy, conversation_id)
     else:
-        chosen = _cache_aware(messages, policy, conversation_id, sizes)
+        cold = _cold_points(messages, policy, times, now, last_request_at)
+        chosen = _cache_aware(messages, policy, conversation_id, sizes, cold)
     if policy.drop_thinking:
         exchange = _last_exchange_start(messages)
         chosen += [
@@ -322,14 +420,139 @@ def replay(
         ]
     new = [item for item in chosen if not item.done]
     _check_ids(new)
+    # A cut result that is also stale this time counts once: as the placeholder it became.
+    replaced = {(item.index, item.slot.block) for item in new if item.slot is not None}
+    cut = [item for item in cuts if item.slot and (item.index, item.slot.block) not in replaced]
     return ReplayResult(
         messages=_apply(messages, new),
         chars_in=chars_in,
-        chars_out=chars_in - sum(item.shrink for item in new),
-        placeholders=sum(1 for item in new if item.kind != "thinking"),
-        elided_chars=sum(item.elided for item in new),
+        chars_out=sum(sizes) - sum(item.shrink for item in new),
+        placeholders=sum(1 for item in new if item.kind != "thinking") + len(cut),
+        elided_chars=sum(item.elided for item in new) + sum(item.elided for item in cut),
         notes=notes,
     )
+
+
+def _cut_fresh(
+    messages: list[dict[str, Any]], policy: ReplayPolicy, conversation_id: str
+) -> tuple[list[dict[str, Any]], list[_Item]]:
+    """The messages with every text tool result over ``policy.fresh_cap_chars`` cut, and
+    one item per cut (its ``elided``: the chars not shown)."""
+    cap = policy.fresh_cap_chars
+    assert cap is not None
+    items: list[_Item] = []
+    names: dict[str, str] = {}
+    for i, message in enumerate(messages):
+        if role_of(message) == "assistant":
+            names.update(tool_calls(message))
+            continue
+        slots = result_slots(message)
+        for slot in slots:
+            name = names.get(slot.tool_call_id, "unknown")
+            if name in policy.exclude_tools or is_placeholder(slot.content):
+                continue
+            text = _text_only(slot.content)
+            if text is None or len(text) <= cap or parse_cut(text) is not None:
+                continue
+            mid = _message_id(message, slot.block)
+            call = read_call(conversation_id, mid, slot.tool_call_id if len(slots) > 1 else None)
+            head = policy.fresh_keep_chars - policy.fresh_keep_chars // 2
+            if isinstance(slot.content, str):
+                call = f"{call[:-1]}, offset={head})"  # the first char the head leaves out
+            new = cut_text(
+                text,
+                name,
+                _line_count(text),
+                cap,
+                policy.fresh_keep_chars,
+                call,
+                error=slot.is_error,
+            )
+            shown = policy.fresh_keep_chars
+            items.append(_Item(i, "result", 0, len(text) - shown, 0, slot=slot, text=new, mid=mid))
+    if not items:
+        return messages, []
+    _check_ids(items)
+    return _apply(messages, items), items
+
+
+def _text_only(content: Any) -> str | None:
+    """The text of a result made only of text (a string, or text blocks); None otherwise."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(block_text(b) is not None for b in content):
+        return "\n".join(block_text(b) or "" for b in content)
+    return None
+
+
+def _line_count(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") else 1) if text else 0
+
+
+def cache_expired(
+    messages: Sequence[Mapping[str, Any]],
+    policy: ReplayPolicy | None = None,
+    *,
+    times: Mapping[str, float] | None = None,
+    now: float | None = None,
+    last_request_at: float | None = None,
+) -> bool:
+    """Whether the request at the end of ``messages`` comes more than ``policy.cache_ttl_s``
+    after the request before it, so the provider's cached prefix has expired; the times are
+    read as `replay` reads them. False when the times are unknown or the list ends with an
+    assistant message (no request is pending)."""
+    policy = policy or ReplayPolicy()
+    n = len(messages)
+    if not n or role_of(messages[n - 1]) == "assistant":
+        return False
+    return n in _cold_points(messages, policy, times, now, last_request_at)
+
+
+def _cold_points(
+    messages: Sequence[Mapping[str, Any]],
+    policy: ReplayPolicy,
+    times: Mapping[str, float] | None,
+    now: float | None,
+    last_request_at: float | None,
+) -> set[int]:
+    """The request points (see `_cache_aware`) whose request comes more than
+    ``policy.cache_ttl_s`` after the request before it."""
+    if times is None and now is None:
+        return set()
+    n = len(messages)
+    points = [j for j in range(1, n) if _turn_start(messages, j)]
+    current = n and role_of(messages[n - 1]) != "assistant"
+    if current:
+        points.append(n)
+    newest: list[float | None] = [None]  # newest known time among messages[:j]
+    for message in messages:
+        seen = newest[-1]
+        for mid in _ids_of(message):
+            at = times.get(mid) if times is not None else None
+            if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at):
+                seen = at if seen is None else max(seen, at)
+        newest.append(seen)
+    cold: set[int] = set()
+    before: float | None = None
+    for k, point in enumerate(points):
+        at = newest[point]
+        last = before
+        if current and k == len(points) - 1:
+            at = now if now is not None else at
+            last = last_request_at if last_request_at is not None else last
+        if at is not None and last is not None and at - last > policy.cache_ttl_s:
+            cold.add(point)
+        before = newest[point]
+    return cold
+
+
+def _ids_of(message: Mapping[str, Any]) -> list[str]:
+    ids = message.get(BLOCK_IDS_KEY)
+    out = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+    mid = message.get("id")
+    if isinstance(mid, str):
+        out.append(mid)
+    return out
 
 
 def _eager(
@@ -357,6 +580,7 @@ def _cache_aware(
     policy: ReplayPolicy,
     conversation_id: str,
     sizes: list[int],
+    cold: set[int],
 ) -> list[_Item]:
     n = len(messages)
     # Decision points: each past request (the prefix before an assistant message) and the
@@ -411,6 +635,10 @@ def _cache_aware(
             pending_savings += items[due].savings
             due += 1
         if not pending:
+            continue
+        if point in cold:  # the cache expired: this request is written in full anyway
+            chosen += pending
+            pending, pending_savings = [], 0
             continue
         savings = pending_savings
         if savings < policy.min_savings:
@@ -515,7 +743,7 @@ def _items(
             if size < policy.min_chars:
                 continue
             message_id = _message_id(message, slot.block)
-            text = _placeholder(
+            text, stated = _placeholder(
                 slot,
                 name,
                 size,
@@ -524,10 +752,21 @@ def _items(
                     conversation_id, message_id, slot.tool_call_id if len(slots) > 1 else None
                 ),
             )
-            savings = size - len(text)
-            if savings > 0:  # a placeholder must never make a message longer
+            # Savings are counted from the original's size, as the placeholder states it (a
+            # cut result's too), so a replay of a replay decides as the first did.
+            shrink = size - len(text)
+            if shrink > 0:  # a placeholder must never make a message longer
                 items.append(
-                    _Item(i, "result", savings, size, savings, slot=slot, text=text, mid=message_id)
+                    _Item(
+                        i,
+                        "result",
+                        stated - len(text),
+                        stated,
+                        shrink,
+                        slot=slot,
+                        text=text,
+                        mid=message_id,
+                    )
                 )
     return items
 
@@ -767,9 +1006,16 @@ def _set_input(message: dict[str, Any], call_id: str, new: Any) -> None:
                 return
 
 
-def _placeholder(slot: ResultSlot, name: str, size: int, policy: ReplayPolicy, call: str) -> str:
+def _placeholder(
+    slot: ResultSlot, name: str, size: int, policy: ReplayPolicy, call: str
+) -> tuple[str, int]:
+    """The placeholder of a result and the size it states (a cut result's original size)."""
     text = slot.text()
-    lines = text.count("\n") + (0 if text.endswith("\n") else 1) if text else 0
+    cut = parse_cut(text) if _text_only(slot.content) is not None else None
+    if cut is not None:
+        size, lines, text = cut.size, cut.lines, cut.visible()
+    else:
+        lines = _line_count(text)
     images = sum(
         1
         for b in (slot.content if isinstance(slot.content, list) else ())
@@ -783,12 +1029,9 @@ def _placeholder(slot: ResultSlot, name: str, size: int, policy: ReplayPolicy, c
     ]
     if slot.is_error:
         parts.append("It was an error result.")
-    if policy.preview_chars and text:
-        head = text[: policy.preview_chars]
-        more = "..." if len(text) > policy.preview_chars else ""
-        parts.append(f"Head: {_q(head)}{more}")
+    parts += render_preview(text, policy.preview_shape, policy.preview_chars)
     parts.append(f"Full original: {call}")
-    return " ".join(parts)
+    return " ".join(parts), size
 
 
 def _q(value: str) -> str:

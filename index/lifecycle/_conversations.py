@@ -25,6 +25,7 @@ from leanreplay.placeholders import (
     ReplayPolicy,
     ReplayResult,
     Summarizer,
+    cache_expired,
     call_with_overflow_retry,
     compact_turn,
     content_chars,
@@ -200,17 +201,45 @@ class Conversations:
         *,
         snapshot: bool = False,
         budget_tokens: int | None = None,
+        now: float | None = None,
+        last_request_at: float | None = None,
     ) -> ReplayResult:
         self.wait_for_folds(cid)  # a fold behind an append lands before its replay
         fold = self.store.fold(cid)
-        if fold is None:
-            messages = self.messages(cid)
-        else:
-            messages, fold = self._folded_view(cid, fold)
-        result = lean_replay(cid, messages, self.store.attachment_cards(cid), fold, policy)
+        messages, fold = self._view(cid, fold)
+        times = self.store.times(cid, after_seq=fold.through_seq if fold else 0)
+        if self.auto_fold and cache_expired(
+            messages, policy, times=times, now=now, last_request_at=last_request_at
+        ):
+            # This request is written in full anyway: a fold now costs no cache rewrite.
+            unsummarized = self.store.chars_after(cid, fold.through_seq if fold else 0)
+            if unsummarized > self.fold_policy.cold_threshold():
+                cold = dataclasses.replace(
+                    self.fold_policy, threshold_chars=self.fold_policy.cold_threshold()
+                )
+                folded = fold_conversation(self.store, cid, cold, self.summarizer, self.home)
+                if folded.folded:
+                    messages, fold = self._view(cid, self.store.fold(cid))
+        result = lean_replay(
+            cid,
+            messages,
+            self.store.attachment_cards(cid),
+            fold,
+            policy,
+            times=times,
+            now=now,
+            last_request_at=last_request_at,
+        )
         if snapshot:
             self._snapshot(cid, result.messages, result, budget_tokens)
         return result
+
+    def _view(
+        self, cid: str, fold: FoldRecord | None
+    ) -> tuple[list[dict[str, Any]], FoldRecord | None]:
+        if fold is None:
+            return self.messages(cid), None
+        return self._folded_view(cid, fold)
 
     def _folded_view(self, cid: str, fold: FoldRecord) -> tuple[list[dict[str, Any]], FoldRecord]:
         """Only what a folded replay shows: the leading system messages and the messages after

@@ -266,15 +266,27 @@ def lean_replay(
     cards: Mapping[tuple[str, int], str],
     fold: FoldRecord | None,
     policy: ReplayPolicy | None,
+    *,
+    times: Mapping[str, float] | None = None,
+    now: float | None = None,
+    last_request_at: float | None = None,
 ) -> ReplayResult:
     """The replay of stored ``messages`` (every one from the first): attachments as cards, the
-    folded prefix as its summary, stale tool results as placeholders."""
+    folded prefix as its summary, stale tool results as placeholders (``times``, ``now`` and
+    ``last_request_at`` as `replay` takes them)."""
     messages = with_cards(messages, cards)
     if fold is not None:
         system = list(takewhile(lambda m: m.get("role") in ("system", "developer"), messages))
         prefix = folded_prefix(cid, fold.summary, fold.through_id, fold.generation)
         messages = system + prefix + messages[max(fold.through_seq, len(system)) :]
-    return replay(messages, conversation_id=cid, policy=policy)
+    return replay(
+        messages,
+        conversation_id=cid,
+        policy=policy,
+        times=times,
+        now=now,
+        last_request_at=last_request_at,
+    )
 
 
 @dataclass(frozen=True)

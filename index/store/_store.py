@@ -640,6 +640,15 @@ class Store:
         )
         return [int(r[0]) for r in rows]
 
+    def times(self, conversation_id: str, *, after_seq: int = 0) -> dict[str, float]:
+        """When each message after ``after_seq`` was appended (unix seconds), by message id;
+        the rows stored before times were kept are left out."""
+        rows = self._read(
+            "SELECT id, at FROM messages WHERE conversation_id=? AND seq>? AND at IS NOT NULL",
+            (conversation_id, after_seq),
+        )
+        return {str(mid): float(at) for mid, at in rows}
+
     def chars_after(self, conversation_id: str, seq: int) -> int:
         """Content chars of the messages after ``seq`` (sizes kept at insert, and measured for
         older rows by the "message sizes" migration)."""
