@@ -14,9 +14,19 @@ what the gateway adds to a forwarded call. Prints JSON.
    as grep would find it).
 3. Gateway overhead. One cheap upstream tool called through ``leanreplay serve --upstream``
    (stdio) and directly (stdio), interleaved; p50 and p99 per call.
+4. Activation billing. One scripted session over the catalogue (three tasks, each finds a
+   tool with tool_search, activates it and calls it four times), billed as Anthropic bills a
+   warm prompt cache: per request (one before each assistant message) the longest common
+   prefix with the previous request's body is read at 0.1x, the rest written at 1.25x; the
+   body is ``{"tools", "system", "messages"}`` in that order, as the provider caches it.
+   Two ways to activate: the tools list grows by each activated schema (the gateway's
+   listing, ``tools/list_changed``), or it stays the three meta-tools and the activated
+   tools are called through ``tool_call(name, arguments)``. Same messages otherwise
+   (``tool_activate``'s result carries the schemas either way).
 
-    python bench/bench_lean_start.py            # all three
-    python bench/bench_lean_start.py --capture  # also rewrite the committed catalogue snapshot
+    python bench/bench_lean_start.py             # all four
+    python bench/bench_lean_start.py --snapshot  # the committed catalogue, no npm
+    python bench/bench_lean_start.py --capture   # also rewrite the committed catalogue snapshot
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from leanreplay.index import tool_schemas
 from leanreplay.index._workspace import META_TOOLS
+from leanreplay.index.faces.gateway import INDEX_PREAMBLE
 from leanreplay.index.search._capabilities import CapabilityIndex
 
 HERE = Path(__file__).resolve().parent / "lean_start"
@@ -258,12 +269,130 @@ async def overhead(tmp: str, live: bool) -> dict[str, Any]:
     }
 
 
+# The three tasks of the billed session: each request finds its tool with tool_search.
+TASKS = (
+    "navigate the browser to a URL",
+    "create an issue in a GitHub repository",
+    "post a message to a Slack channel",
+)
+CALLS_PER_TASK = 4
+RESULT_CHARS = 1_500  # what each call of an activated tool returns
+READ, WRITE = 0.1, 1.25  # Anthropic: cache read, 5-minute cache write, x the input price
+
+
+def _sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """A value for each required argument of ``schema``, of its type."""
+    props = schema.get("properties") or {}
+    out: dict[str, Any] = {}
+    for name in schema.get("required") or []:
+        kind = (props.get(name) or {}).get("type")
+        out[name] = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(
+            str(kind), f"{name} value"
+        )
+    return out
+
+
+def _session(catalogue: CapabilityIndex, via_tool_call: bool) -> list[tuple[list[str], Any]]:
+    """(the tools active, the message) of each message of the scripted session, in order."""
+    out: list[tuple[list[str], Any]] = []
+    active: list[str] = []
+    n = 0
+
+    def use(name: str, arguments: dict[str, Any]) -> str:
+        nonlocal n
+        n += 1
+        call_id = f"toolu_{n:02d}"
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+        out.append((list(active), {"role": "assistant", "content": [block]}))
+        return call_id
+
+    def result(call_id: str, text: str) -> None:
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        out.append((list(active), {"role": "user", "content": [block]}))
+
+    for task in TASKS:
+        out.append((list(active), {"role": "user", "content": f"Please {task}."}))
+        found = catalogue.search(task, 5)
+        result(use("tool_search", {"query": task}), json.dumps({"query": task, "tools": found}))
+        name = found[0]["name"]
+        activation = {"activated": [name], "already_active": [], "tools": catalogue.schemas([name])}
+        result(use("tool_activate", {"names": [name]}), json.dumps(activation))
+        active.append(name)
+        arguments = _sample_arguments(dict(catalogue.get(name).input_schema))
+        for k in range(CALLS_PER_TASK):
+            call = (
+                use("tool_call", {"name": name, "arguments": arguments})
+                if via_tool_call
+                else use(name, arguments)
+            )
+            result(call, (f"{name} result {k}: " + "ok " * RESULT_CHARS)[:RESULT_CHARS])
+        out.append(
+            (list(active), {"role": "assistant", "content": [{"type": "text", "text": "Done."}]})
+        )
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # the longest equal prefix, by halving (slice comparisons run in C)
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def billing(catalogue: CapabilityIndex, meta: list[dict[str, Any]]) -> dict[str, Any]:
+    """Billed input tokens (chars / 4) of the scripted session, activating both ways."""
+    system = f"{INDEX_PREAMBLE}\n{catalogue.render()}"
+    out: dict[str, Any] = {}
+    for way, via in (("mutating_tools_list", False), ("tool_call", True)):
+        session = _session(catalogue, via)
+        previous = ""
+        read = write = 0
+        requests = 0
+        t0 = time.process_time()
+        for i, (active, message) in enumerate(session):
+            if message["role"] != "assistant":
+                continue
+            tools = meta + ([] if via else catalogue.schemas(active, "anthropic"))
+            messages = [m for _, m in session[:i]]
+            body = json.dumps(
+                {"tools": tools, "system": system, "messages": messages},
+                separators=(",", ":"),
+                ensure_ascii=False,
+            )
+            common = _common_prefix(previous, body)
+            read += common
+            write += len(body) - common
+            previous = body
+            requests += 1
+        out[way] = {
+            "requests": requests,
+            "read_tokens": round(read / 4),
+            "written_tokens": round(write / 4),
+            "billed_tokens": round((READ * read + WRITE * write) / 4),
+            "cpu_s": round(time.process_time() - t0, 3),
+        }
+    out["activations"] = len(TASKS)
+    out["ratio_tool_call_to_mutating"] = round(
+        out["tool_call"]["billed_tokens"] / out["mutating_tools_list"]["billed_tokens"], 3
+    )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--capture", action="store_true", help="rewrite catalogue.json")
+    parser.add_argument(
+        "--snapshot", action="store_true", help="use the committed catalogue; install nothing"
+    )
     options = parser.parse_args()
+    load_before = os.getloadavg()
+    cpu_before = time.process_time()
     tmp = tempfile.mkdtemp(prefix="lean-start-")
-    why_not = install()
+    why_not = "--snapshot" if options.snapshot else install()
     if why_not is None:
         servers = anyio.run(capture, tmp)
         source = "live: tools/list of the servers started now"
@@ -307,6 +436,9 @@ def main() -> None:
             name: retrieval(catalogue, labelled[name]) for name in ("requests", "heldout")
         },
         "gateway_overhead": anyio.run(overhead, tmp, why_not is None),
+        "activation_billing": billing(catalogue, meta),
+        "cpu_s": round(time.process_time() - cpu_before, 2),
+        "load": {"before": load_before, "after": os.getloadavg()},
     }
     shutil.rmtree(tmp, ignore_errors=True)
     json.dump(report, sys.stdout, indent=1)

@@ -898,7 +898,8 @@ class Workspace:
             ),
         ],
     ) -> dict[str, Any]:
-        """Make tools callable from the next request on; returns their full schemas."""
+        """Make tools callable from the next request on (or at once through tool_call);
+        returns their full schemas."""
         for name in names:
             self.capabilities.get(name)  # an unknown name fails before anything is kept
         conversation_id = current_conversation()
@@ -908,11 +909,44 @@ class Workspace:
             new, old = self._activations.add(conversation_id, names)
         except ValueError as exc:
             raise InvalidArgumentError(str(exc)) from None
+        # Every name asked for, active before or not: a client whose tools list stays fixed
+        # reads the schemas here and calls the tools through tool_call.
         return {
             "activated": new,
             "already_active": old,
-            "tools": self.capabilities.schemas(new, "mcp"),
+            "tools": self.capabilities.schemas(list(dict.fromkeys(names)), "mcp"),
         }
+
+    @tool(meta=True)
+    def tool_call(
+        self,
+        name: Annotated[
+            str, Field(description="Exact name of an activated tool, as tool_activate gave it.")
+        ],
+        arguments: Annotated[
+            dict[str, Any],
+            Field(description="The tool's arguments, as its schema from tool_activate says."),
+        ],
+    ) -> Any:
+        """Call an activated tool by name with its arguments, without it in the tools list;
+        returns what the tool returns."""
+        capability = self.capabilities.get(name)
+        conversation_id = current_conversation()
+        if name not in self.active_tools(conversation_id):
+            raise InvalidArgumentError(
+                f"{name} is not active yet; call tool_activate with names=[{name!r}] first"
+            )
+        if capability.server != _OWN_SERVER:
+            raise InvalidArgumentError(
+                f"{name} is a tool of server {capability.server!r}, which this workspace does "
+                "not connect to; only the lean-start gateway in front of that server forwards it"
+            )
+        return self.call(
+            capability.original_name,
+            arguments,
+            progress=current_progress(),
+            conversation_id=conversation_id,
+        )
 
     # the capability index: a lean start for many tools
 
@@ -925,7 +959,7 @@ class Workspace:
         """Every tool this workspace can hand out: its own, then those of `register_tools`."""
         if self._capabilities is None:
             own = schemas((t for t in self._tools.values() if not t.meta), "mcp")
-            self._capabilities = CapabilityIndex(own, server="leanreplay", reserved=META_TOOLS)
+            self._capabilities = CapabilityIndex(own, server=_OWN_SERVER, reserved=META_TOOLS)
         return self._capabilities
 
     def register_tools(self, server: str, tools: Iterable[object]) -> list[str]:
@@ -934,8 +968,10 @@ class Workspace:
         return self.capabilities.add(tools, server=server)
 
     def request_tools(self, conversation_id: str | None = None, format: str = "mcp") -> list[Any]:
-        """The tools list for the next request: `tool_search`, `tool_activate`, then every
-        tool the conversation has activated, in activation order."""
+        """The tools list for the next request: `tool_search`, `tool_activate`, `tool_call`,
+        then every tool the conversation has activated, in activation order (a client that
+        keeps its tools list fixed sends only the first three and calls the activated tools
+        through `tool_call`, so activating never rewrites its prompt cache)."""
         meta = schemas((t for t in self._tools.values() if t.meta), format)
         return meta + self.capabilities.schemas(self.active_tools(conversation_id), format)
 
@@ -944,6 +980,7 @@ class Workspace:
         return [n for n in self._activations.get(conversation_id) if n in self.capabilities]
 
 
+_OWN_SERVER = "leanreplay"  # the capability index's name for the workspace's own tools
 # The model-facing tools, in the order they are listed (the order of their definitions above).
 TOOL_NAMES: tuple[str, ...] = tuple(tools_of(Workspace))
 # The capability index's own tools: always in the request, never in the index.

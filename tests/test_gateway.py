@@ -339,3 +339,73 @@ def test_the_gateway_over_http_keeps_the_token_and_serves_activated_tools(
     assert refused == 401
     assert names == [*TOOL_NAMES, "forecast"]
     assert answer == "sunny in Lima"
+
+
+def test_a_client_with_a_fixed_tools_list_activates_and_calls_through_tool_call(
+    tmp_path: Path, config: Path
+) -> None:
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        with Workspace(tmp_path / "home") as ws:
+            ws.append("chat", {"role": "user", "content": "the zebra crossing report"})
+            async with gateway(ws, read_config(config)) as server:
+                # The initialize handshake (what the TypeScript SDK and today's desktop
+                # clients speak): the capability must say the list changes.
+                async with Client(server, mode="legacy") as legacy:
+                    out["legacy"] = legacy.server_capabilities.tools
+                async with Client(server) as client:
+                    out["modern"] = client.server_capabilities.tools
+                    listed = {t.name: t for t in (await client.list_tools()).tools}
+                    out["fixed"], out["call_hints"] = list(listed), listed["tool_call"].annotations
+                    out["early"] = await client.call_tool(
+                        "tool_call", {"name": "forecast", "arguments": {"city": "Oslo"}}
+                    )
+                    activated = await client.call_tool(
+                        "tool_activate", {"names": ["forecast", "conversation_search"]}
+                    )
+                    out["schemas"] = json.loads(text_of(activated))["tools"]
+                    again = await client.call_tool("tool_activate", {"names": ["forecast"]})
+                    out["again"] = json.loads(text_of(again))
+                    progress: list[float] = []
+
+                    async def on_progress(done: float, total: float | None, msg: Any) -> None:
+                        progress.append(done)
+
+                    out["forecast"] = await client.call_tool(
+                        "tool_call",
+                        {"name": "forecast", "arguments": {"city": "Oslo"}},
+                        progress_callback=on_progress,
+                    )
+                    out["progress"] = progress
+                    out["own"] = await client.call_tool(
+                        "tool_call",
+                        {"name": "conversation_search", "arguments": {"query": "zebra"}},
+                    )
+                    out["bad"] = await client.call_tool(
+                        "tool_call", {"name": "forecast", "arguments": "Oslo"}
+                    )
+                    out["unknown"] = await client.call_tool(
+                        "tool_call", {"name": "no_such_tool", "arguments": {}}
+                    )
+        return out
+
+    out = anyio.run(main)
+    assert out["legacy"].list_changed is True
+    assert out["modern"].list_changed is True
+    assert out["fixed"] == list(TOOL_NAMES)
+    assert "tool_call" in out["fixed"]
+    assert out["call_hints"] is None, "tool_call forwards to tools that may write"
+    assert out["early"].is_error
+    assert "call tool_activate with names=['forecast'] first" in text_of(out["early"])
+    assert [s["name"] for s in out["schemas"]] == ["forecast", "conversation_search"]
+    assert out["schemas"][0]["inputSchema"]["properties"]["city"]["type"] == "string"
+    assert out["again"]["already_active"] == ["forecast"]
+    assert [s["name"] for s in out["again"]["tools"]] == ["forecast"], "schemas every time"
+    assert text_of(out["forecast"]) == "sunny in Oslo"
+    assert out["progress"] == [1, 2, 3], "upstream progress was not relayed through tool_call"
+    hits = json.loads(text_of(out["own"]))["hits"]
+    assert [h["conversation_id"] for h in hits] == ["chat"]
+    assert out["bad"].is_error
+    assert "arguments (an object of that tool's arguments)" in text_of(out["bad"])
+    assert out["unknown"].is_error
+    assert "no tool named 'no_such_tool'" in text_of(out["unknown"])

@@ -84,6 +84,7 @@ async def exercise(client: Client, session: str) -> dict[str, Any]:
         "conversation_search": {"query": "quota"},
         "tool_search": {"query": "read numbered lines of a text file"},
         "tool_activate": {"names": ["file_read"]},
+        "tool_call": {"name": "file_read", "arguments": {"path": "notes_utf8.txt", "end_line": 2}},
     }
     for name, args in calls.items():
         kwargs = {"progress_callback": on_progress} if name == "pdf_search" else {}
@@ -135,6 +136,7 @@ def check(out: dict[str, Any]) -> None:
     assert json.loads(text_of(out["conversation_search"]))["hits"]
     assert json.loads(text_of(out["tool_search"]))["tools"][0]["name"] == "file_read"
     assert json.loads(text_of(out["tool_activate"]))["tools"][0]["name"] == "file_read"
+    assert text_of(out["tool_call"]) == text_of(out["file_read"]), "tool_call answers as the tool"
     assert out["progress"], "first pdf_search sent no progress notifications"
     assert out["progress"][-1][0] == out["progress"][-1][1]
     assert out["outside"].is_error

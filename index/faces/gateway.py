@@ -9,6 +9,12 @@ every server. Calls to an activated upstream tool are forwarded; the upstream's 
 error comes back unchanged and its progress is relayed. An upstream that dies is reported as
 a tool error and restarted once.
 
+The gateway advertises ``tools.listChanged`` and sends ``notifications/tools/list_changed``
+at each activation. A client that keeps its tools list fixed (or ignores the notification)
+reads the activated schemas in ``tool_activate``'s result and calls them through the stable
+``tool_call(name, arguments)`` meta-tool: its tools list, the first thing in the prompt,
+never changes, so activating never rewrites the provider's prompt cache.
+
 Activations made through the gateway belong to the gateway process (every client of one
 gateway shares them), like the tools list of a single MCP server.
 """
@@ -27,6 +33,7 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.server import NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
@@ -61,7 +68,8 @@ MAX_CONFIG_BYTES = 1_000_000
 MAX_RESTARTS = 1
 INDEX_PREAMBLE = (
     "More tools, one line each, grouped by server. Find one by what it does with tool_search; "
-    "make it callable with tool_activate(names=[...]) before calling it:"
+    "make it callable with tool_activate(names=[...]) before calling it, by its name or as "
+    "tool_call(name=..., arguments={...}) when it does not appear in your tools list:"
 )
 
 
@@ -413,13 +421,34 @@ class GatewayServer(WorkspaceServer):
         super().__init__(workspace, instructions=f"{ours}\n\n{notes}")
         self.upstreams = upstreams
         self.routes = routes
+        # The tools list grows at each activation: the initialize result says so
+        # (tools.listChanged), or clients such as the TypeScript SDK ignore the notification.
+        lowlevel = self._lowlevel_server
+        plain = lowlevel.create_initialization_options
+
+        def options(
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> Any:
+            return plain(
+                notification_options or NotificationOptions(tools_changed=True),
+                experimental_capabilities,
+                extensions,
+            )
+
+        lowlevel.create_initialization_options = options  # type: ignore[method-assign]
 
     def _active_upstream(self) -> list[str]:
         return [name for name in self.workspace.active_tools() if name in self.routes]
 
     async def list_tools(self) -> list[Tool]:
-        """Ours, then every activated upstream tool under its exposed name."""
-        tools: list[Tool] = list(await super().list_tools())
+        """Ours, then every activated upstream tool under its exposed name. ``tool_call``
+        forwards to upstream tools that may write, so here it carries no read-only hint."""
+        tools: list[Tool] = [
+            t.model_copy(update={"annotations": None}) if t.name == "tool_call" else t
+            for t in await super().list_tools()
+        ]
         for name in self._active_upstream():
             tools.append(self.routes[name][1].model_copy(update={"name": name}))
         return tools
@@ -427,6 +456,14 @@ class GatewayServer(WorkspaceServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
+        if name == "tool_call" and arguments.get("name") in self.routes:
+            inner = arguments.get("arguments")
+            if not isinstance(inner, dict) or set(arguments) - {"name", "arguments"}:
+                raise ToolError(
+                    "bad arguments for tool_call: it takes name (a tool's exact name) and "
+                    "arguments (an object of that tool's arguments)"
+                )
+            name, arguments = str(arguments["name"]), inner
         if name in self.routes:
             if name not in self._active_upstream():
                 raise ToolError(

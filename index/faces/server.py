@@ -172,7 +172,11 @@ class WorkspaceServer(MCPServer):
         if spec is None:
             return await super().call_tool(name, arguments, context)
         roots: list[str] | None = None
-        if self.client_roots and spec.reads_files:
+        # tool_call of a file tool reads files too: the client's roots bound it the same way.
+        target = (
+            self.workspace_tools.get(str(arguments.get("name"))) if name == "tool_call" else spec
+        )
+        if self.client_roots and target is not None and target.reads_files:
             asked = await self._roots_of_client(context)
             if isinstance(asked, InputRequiredResult):
                 return asked
@@ -198,7 +202,9 @@ class WorkspaceServer(MCPServer):
                 f"{name} failed unexpectedly ({type(exc).__name__}: {exc}); "
                 "this is a leanreplay bug, please report it"
             ) from None
-        return CallToolResult(content=list(_content(name, result)))
+        # tool_call returns the called tool's own result, shaped as that tool's is.
+        called = arguments.get("name") if name == "tool_call" else name
+        return CallToolResult(content=list(_content(str(called), result)))
 
     async def _roots_of_client(
         self, context: Context[Any, Any] | None

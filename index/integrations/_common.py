@@ -24,8 +24,8 @@ __all__ = [
 ]
 
 # The readers and the conversation tools: what a model needs to read files and bring elided
-# originals back. The capability index's tools (tool_search, tool_activate) manage a tools
-# list the frameworks own, so they are left out.
+# originals back. The capability index's tools (tool_search, tool_activate, tool_call) manage
+# a tools list the frameworks own, so they are left out.
 INTEGRATION_TOOLS = tuple(name for name in TOOL_NAMES if name not in META_TOOLS)
 
 

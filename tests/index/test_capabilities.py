@@ -256,13 +256,17 @@ def test_activation_is_sticky_per_conversation_and_appends(tmp_path: Path) -> No
     assert first["tools"][0]["inputSchema"]["properties"]["ref"]["type"] == "string"
     ws.call("tool_activate", {"names": ["file_read", "browser_click"]}, conversation_id="c1")
     names = [t["name"] for t in ws.request_tools("c1", "anthropic")]
-    assert names == ["tool_search", "tool_activate", "browser_click", "file_read"]
-    assert [t["name"] for t in ws.request_tools("c2")] == ["tool_search", "tool_activate"]
+    assert names == ["tool_search", "tool_activate", "tool_call", "browser_click", "file_read"]
+    assert [t["name"] for t in ws.request_tools("c2")] == [
+        "tool_search",
+        "tool_activate",
+        "tool_call",
+    ]
     # A later process (same home) still has c1's activations, once the server is back.
     again = Workspace(tmp_path)
     again.register_tools("browser", BROWSER)
     openai = again.request_tools("c1", "openai")
-    assert [t["function"]["name"] for t in openai][2:] == ["browser_click", "file_read"]
+    assert [t["function"]["name"] for t in openai][3:] == ["browser_click", "file_read"]
     assert json.loads(json.dumps(openai)) == openai
 
 
@@ -270,7 +274,7 @@ def test_activating_an_unknown_tool_changes_nothing(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
     with pytest.raises(InvalidArgumentError, match="no tool named 'nope'; find one with"):
         ws.call("tool_activate", {"names": ["file_read", "nope"]}, conversation_id="c1")
-    assert len(ws.request_tools("c1")) == 2
+    assert len(ws.request_tools("c1")) == 3
     with pytest.raises(InvalidArgumentError, match="bad arguments for tool_activate"):
         ws.call("tool_activate", {"names": []})
 

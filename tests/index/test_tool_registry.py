@@ -46,12 +46,13 @@ LISTED = (
     "conversation_search",
     "tool_search",
     "tool_activate",
+    "tool_call",
 )
 
 
 def test_tool_names_are_the_decorated_methods_in_definition_order() -> None:
     assert TOOL_NAMES == LISTED
-    assert {"tool_search", "tool_activate"} == META_TOOLS
+    assert {"tool_search", "tool_activate", "tool_call"} == META_TOOLS
     assert [s["name"] for s in tool_schemas("mcp")] == list(LISTED)
 
 
@@ -208,7 +209,7 @@ def test_upstream_tools_come_and_go_in_the_responses_form(tmp_path: Path) -> Non
         assert ws.register_tools("weather", [weather]) == ["forecast"]
         ws.call("tool_activate", {"names": ["forecast"]}, conversation_id="c1")
         sent = ws.request_tools("c1", "openai-responses")
-    assert [t["name"] for t in sent] == ["tool_search", "tool_activate", "forecast"]
+    assert [t["name"] for t in sent] == ["tool_search", "tool_activate", "tool_call", "forecast"]
     assert sent[-1] == weather
     for schema in sent:
         assert problems(schema, FunctionToolParam) == [], schema

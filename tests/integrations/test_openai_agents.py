@@ -221,7 +221,9 @@ def invoke(tool: Any, arguments: str) -> Any:
 def test_tools_have_leanreplays_schemas_results_and_errors(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "home", roots=[SAMPLES])
     tools = {t.name: t for t in lean_tools(ws)}
-    assert list(tools) == [n for n in TOOL_NAMES if n not in ("tool_search", "tool_activate")]
+    assert list(tools) == [
+        n for n in TOOL_NAMES if n not in ("tool_search", "tool_activate", "tool_call")
+    ]
     openai = {s["function"]["name"]: s["function"] for s in tool_schemas("openai")}
     for name, tool in tools.items():
         assert tool.params_json_schema == openai[name]["parameters"]
