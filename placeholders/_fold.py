@@ -19,7 +19,7 @@ from typing import Any, Protocol, overload, runtime_checkable
 
 from ._checks import check_int
 from ._errors import InvalidPolicyError, SummarizerError
-from ._replay import call_inputs, read_call
+from ._replay import call_inputs, compaction_start, read_call
 from ._shapes import (
     content_chars,
     is_genuine_user,
@@ -92,7 +92,17 @@ def fold_boundary(
 
     ``start`` is where the unsummarized region begins (after the previous fold). Returns the
     boundary and a sentence saying why (or why not).
+
+    A conversation the provider compacts itself (`compaction_start`: an Anthropic
+    ``compaction`` block, a Responses ``compaction`` item after ``start``) is not folded: the
+    replay already starts at the provider's compaction, and a fold would drop it.
     """
+    provider = compaction_start(messages)
+    if provider >= start and provider > 0:
+        return None, (
+            f"the provider compacted this conversation itself (message {provider}); the replay "
+            "starts at its compaction, which a fold would drop"
+        )
     region = sum(content_chars(m) for m in messages[start:])
     if region <= policy.threshold_chars:
         return None, (

@@ -26,11 +26,16 @@ def check_pairing(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     ``tool`` messages before any other role; Anthropic: by ``tool_result`` blocks in the next
     user message), that every result answers a call made just before it, that no message
     makes the same call id twice, and that the conversation starts with a user turn after any
-    system messages.
+    system messages (or with a Responses ``compaction`` item, which OpenAI lets a request
+    start from).
     """
     problems: list[str] = []
     first = next((i for i, m in enumerate(messages) if role_of(m) not in _SYSTEM_ROLES), None)
-    if first is not None and role_of(messages[first]) != "user":
+    if (
+        first is not None
+        and role_of(messages[first]) != "user"
+        and not (messages[first].get("type") == "compaction" and "role" not in messages[first])
+    ):
         problems.append(
             f"message {first} is the first after the system prompt but has role "
             f"{role_of(messages[first])!r}; a replay must start with a user turn"

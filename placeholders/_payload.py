@@ -68,6 +68,10 @@ _ANTHROPIC_BLOCKS: Mapping[str, frozenset[str]] = {
     "tool_result": frozenset({"type", "tool_use_id", "content", "is_error"}) | _CACHE,
     "thinking": frozenset({"type", "thinking", "signature"}),
     "redacted_thinking": frozenset({"type", "data"}),
+    # The provider's own compaction (context management): sent back verbatim, signed.
+    "compaction": frozenset(
+        {"type", "content", "encrypted_content", "signature", "tool_changes"} | _CACHE
+    ),
     "web_search_tool_result": frozenset({"type", "tool_use_id", "content"}) | _CACHE,
 }
 
@@ -76,6 +80,8 @@ _RESPONSES_ITEMS: Mapping[str, frozenset[str]] = {
     "function_call": frozenset({"type", "call_id", "name", "arguments", "status"}),
     "function_call_output": frozenset({"type", "call_id", "output", "status"}),
     "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
+    # Its id is optional in a request, and the store's own id may stand in that key.
+    "compaction": frozenset({"type", "encrypted_content"}),
 }
 _RESPONSES_PARTS: Mapping[str, frozenset[str]] = {
     "input_text": frozenset({"type", "text"}),
@@ -248,7 +254,8 @@ def _responses(i: int, message: Mapping[str, Any]) -> dict[str, Any]:
         if keys is None:
             raise InvalidMessagesError(
                 f"message {i} has no role and item type {kind!r}; the Responses API takes "
-                "message, function_call, function_call_output and reasoning items here"
+                "message, function_call, function_call_output, reasoning and compaction items "
+                "here"
             )
         out = _keep(message, keys)
         for key in ("output", "summary", "content"):

@@ -56,6 +56,7 @@ __all__ = [
     "Timing",
     "cache_expired",
     "call_inputs",
+    "compaction_start",
     "is_placeholder",
     "parse_read_call",
     "read_call",
@@ -401,6 +402,11 @@ def replay(
             raise InvalidMessagesError(f"{what} must be unix seconds (a number), got {value!r}")
     messages, notes = repair_pairing(messages)
     chars_in = sum(content_chars(m) for m in messages)
+    start = compaction_start(messages)
+    if start:
+        # The provider drops everything before its own compaction: so does the replay.
+        messages, more = repair_pairing(_from_compaction(messages, start))
+        notes += more
     cuts: list[_Item] = []
     if policy.fresh_cap_chars is not None:
         messages, cuts = _cut_fresh(messages, policy, conversation_id)
@@ -431,6 +437,64 @@ def replay(
         elided_chars=sum(item.elided for item in new) + sum(item.elided for item in cut),
         notes=notes,
     )
+
+
+def compaction_start(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Index of the message that holds the newest compaction the provider made itself (an
+    Anthropic ``compaction`` block with content, an OpenAI Responses ``compaction`` item),
+    or 0 when there is none. The provider reads nothing before it (Anthropic drops the
+    content before the block; OpenAI says the items before the item can be dropped), so it
+    is a fold boundary: `replay` starts there, after the leading system messages."""
+    for i in range(len(messages) - 1, 0, -1):
+        if _compaction_block(messages[i]) is not None:
+            return i
+    return 0
+
+
+def _compaction_block(message: Mapping[str, Any]) -> int | None:
+    """The position of the last provider compaction in a message (-1: the message is a
+    Responses compaction item), or None."""
+    if message.get("type") == "compaction" and "role" not in message:
+        return -1 if isinstance(message.get("encrypted_content"), str) else None
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return None
+    for n in range(len(content) - 1, -1, -1):
+        block = content[n]
+        if (
+            isinstance(block, Mapping)
+            and block.get("type") == "compaction"
+            and (isinstance(block.get("content"), str) or block.get("encrypted_content"))
+        ):
+            return n  # a block whose content is None is a failed compaction: a no-op
+    return None
+
+
+# Anthropic takes a conversation that starts with a user turn; this one stands before an
+# assistant message that opens with a compaction block (the API drops it with the rest).
+COMPACTED_LEAD = {
+    "role": "user",
+    "content": "[The conversation before this point was compacted by the provider.]",
+    "id": "provider-compaction-lead",
+    "meta": True,
+}
+
+
+def _from_compaction(messages: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+    """The leading system messages, then the messages from the compaction at ``start`` on
+    (its own message from the compaction block on, after `COMPACTED_LEAD`)."""
+    lead = []
+    for message in messages[:start]:
+        if role_of(message) not in ("system", "developer"):
+            break
+        lead.append(message)
+    first = messages[start]
+    block = _compaction_block(first)
+    if block is None or block < 0:  # a Responses item: a request may start with it
+        return [*lead, first, *messages[start + 1 :]]
+    if block > 0:
+        first = {**first, "content": first["content"][block:]}
+    return [*lead, dict(COMPACTED_LEAD), first, *messages[start + 1 :]]
 
 
 def _cut_fresh(

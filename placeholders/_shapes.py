@@ -41,6 +41,7 @@ ITEM_ROLES = {
     "function_call": "assistant",
     "reasoning": "assistant",
     "function_call_output": "tool",
+    "compaction": "assistant",  # the provider's own summary of everything before it
 }
 
 Message = Mapping[str, Any]

@@ -321,7 +321,8 @@ def _provider_of(messages: list[Any]) -> str:
             return "openai"
         content = m.get("content")
         if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "compaction")
+            for b in content
         ):
             return "anthropic"
     return "openai"
