@@ -318,3 +318,28 @@ def test_tool_search_finds_the_labelled_tool_in_the_top_5(subset: str) -> None:
     ), "a label names a tool the catalogue does not have"
     found = sum(r["tool"] in [h["name"] for h in index.search(r["request"], 5)] for r in labelled)
     assert found / len(labelled) >= 0.9
+
+
+def test_tool_call_runs_an_activated_tool_of_the_conversation(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("first line\nsecond line\n")
+    ws = Workspace(tmp_path / "home", roots=[tmp_path])
+    ws.register_tools("browser", BROWSER)
+    arguments = {"path": str(tmp_path / "notes.txt"), "end_line": 1}
+    with pytest.raises(
+        InvalidArgumentError, match=r"call tool_activate with names=\['file_read'\]"
+    ):
+        ws.call("tool_call", {"name": "file_read", "arguments": arguments}, conversation_id="c1")
+    ws.call("tool_activate", {"names": ["file_read", "browser_click"]}, conversation_id="c1")
+    called = ws.call(
+        "tool_call", {"name": "file_read", "arguments": arguments}, conversation_id="c1"
+    )
+    assert called == ws.call("file_read", arguments)
+    assert called["content"] == "1\tfirst line"
+    with pytest.raises(InvalidArgumentError, match="not active yet"):  # c2 activated nothing
+        ws.call("tool_call", {"name": "file_read", "arguments": arguments}, conversation_id="c2")
+    with pytest.raises(InvalidArgumentError, match="a tool of server 'browser'"):
+        ws.call("tool_call", {"name": "browser_click", "arguments": {}}, conversation_id="c1")
+    with pytest.raises(InvalidArgumentError, match="bad arguments for file_read"):
+        ws.call("tool_call", {"name": "file_read", "arguments": {}}, conversation_id="c1")
+    with pytest.raises(InvalidArgumentError, match="bad arguments for tool_call"):
+        ws.call("tool_call", {"name": "file_read"}, conversation_id="c1")

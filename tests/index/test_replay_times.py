@@ -4,12 +4,14 @@ append times tell a replay when the cache expired, and a cold request folds earl
 
 from __future__ import annotations
 
+import itertools
 import json
-import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,6 +51,16 @@ def text_of(content: Any) -> str:
     return content if isinstance(content, str) else content[0]["text"]
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    """One workspace for every example (each stores its own conversation)."""
+    with Workspace(tmp_path_factory.mktemp("times"), auto_fold=False) as ws:
+        yield ws
+
+
+_numbers = itertools.count()
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     messages=conversations(),
@@ -56,43 +68,41 @@ def text_of(content: Any) -> str:
     gaps=st.lists(st.sampled_from([1.0, 400.0]), min_size=1, max_size=4),
 )
 def test_every_placeholder_and_cut_round_trips_through_conversation_read(
-    messages: list[dict[str, Any]], policy: ReplayPolicy, gaps: list[float]
+    shared: Workspace, messages: list[dict[str, Any]], policy: ReplayPolicy, gaps: list[float]
 ) -> None:
     times = {m["id"]: 1000.0 + 10 * i + gaps[i % len(gaps)] for i, m in enumerate(messages)}
-    with tempfile.TemporaryDirectory() as home, Workspace(home, auto_fold=False) as ws:
-        ws.extend("conv", messages)
-        stored = ws.messages("conv")
-        result = replay(stored, conversation_id="conv", policy=policy, times=times)
-        assert check_pairing(result.messages) == []
-        seen = 0
-        for new, old in zip(result.messages, stored, strict=True):
-            for slot_new, slot_old in zip(result_slots(new), result_slots(old), strict=True):
-                if slot_new.content == slot_old.content:
-                    continue
-                seen += 1
-                text = text_of(slot_new.content)
-                call = parse_read_call(text)
-                assert call is not None
-                cut = parse_cut(text)
-                if cut is not None and isinstance(slot_old.content, str):
-                    # The head it shows and the rest the call returns spell the original.
-                    assert text.startswith(CUT_MARKER)
-                    assert call["offset"] == len(cut.head)
-                    assert cut.head + read_from(ws, call) == slot_old.content
-                    continue
-                assert "offset" not in call
-                whole, _ = read_whole(
-                    ws, call["conversation_id"], call["message_id"], call.get("tool_call_id")
-                )
-                original = (
-                    slot_old.content
-                    if call.get("tool_call_id") is not None or len(result_slots(old)) == 1
-                    else old["content"]
-                )
-                assert json.dumps(whole, ensure_ascii=False) == json.dumps(
-                    original, ensure_ascii=False
-                )
-        assert seen == result.placeholders
+    ws, cid = shared, f"conv-{next(_numbers)}"
+    ws.extend(cid, messages)
+    stored = ws.messages(cid)
+    result = replay(stored, conversation_id=cid, policy=policy, times=times)
+    assert check_pairing(result.messages) == []
+    seen = 0
+    for new, old in zip(result.messages, stored, strict=True):
+        for slot_new, slot_old in zip(result_slots(new), result_slots(old), strict=True):
+            if slot_new.content == slot_old.content:
+                continue
+            seen += 1
+            text = text_of(slot_new.content)
+            call = parse_read_call(text)
+            assert call is not None
+            cut = parse_cut(text)
+            if cut is not None and isinstance(slot_old.content, str):
+                # The head it shows and the rest the call returns spell the original.
+                assert text.startswith(CUT_MARKER)
+                assert call["offset"] == len(cut.head)
+                assert cut.head + read_from(ws, call) == slot_old.content
+                continue
+            assert "offset" not in call
+            whole, _ = read_whole(
+                ws, call["conversation_id"], call["message_id"], call.get("tool_call_id")
+            )
+            original = (
+                slot_old.content
+                if call.get("tool_call_id") is not None or len(result_slots(old)) == 1
+                else old["content"]
+            )
+            assert json.dumps(whole, ensure_ascii=False) == json.dumps(original, ensure_ascii=False)
+    assert seen == result.placeholders
 
 
 def stale_batch() -> list[dict[str, Any]]:
