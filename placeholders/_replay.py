@@ -366,6 +366,8 @@ def replay(
 
     A fresh text result over ``policy.fresh_cap_chars`` is cut at once, whatever its age
     (`ReplayPolicy`); when it goes stale, its cut form becomes a placeholder like any other.
+    A provider's own compaction (`compaction_start`) is where the replay begins: the
+    provider reads nothing before it.
 
     Args:
         messages: OpenAI Chat Completions or Anthropic Messages dicts. Messages whose content
@@ -519,6 +521,8 @@ def _cut_fresh(
             if text is None or len(text) <= cap or parse_cut(text) is not None:
                 continue
             mid = _message_id(message, slot.block)
+            if not mid:
+                continue  # no call could bring the rest back: left whole, to the compactor
             call = read_call(conversation_id, mid, slot.tool_call_id if len(slots) > 1 else None)
             head = policy.fresh_keep_chars - policy.fresh_keep_chars // 2
             if isinstance(slot.content, str):
@@ -536,7 +540,6 @@ def _cut_fresh(
             items.append(_Item(i, "result", 0, len(text) - shown, 0, slot=slot, text=new, mid=mid))
     if not items:
         return messages, []
-    _check_ids(items)
     return _apply(messages, items), items
 
 

@@ -231,3 +231,8 @@ def test_cut_replays_are_pure_deterministic_idempotent_and_keep_pairing(
     assert first.chars_out == sum(content_chars(m) for m in first.messages)
     for old, new in zip(messages, first.messages, strict=True):
         assert content_chars(new) <= content_chars(old)
+
+
+def test_a_giant_result_without_an_id_is_left_whole() -> None:
+    messages = [user("read"), oa_call(("c1", "bash")), oa_result("c1", BIG)]
+    assert replay(messages, conversation_id="c").messages[2]["content"] == BIG
