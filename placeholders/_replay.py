@@ -403,16 +403,20 @@ def replay(
         ):
             raise InvalidMessagesError(f"{what} must be unix seconds (a number), got {value!r}")
     messages, notes = repair_pairing(messages)
-    chars_in = sum(content_chars(m) for m in messages)
+    sizes = [content_chars(m) for m in messages]
+    chars_in = sum(sizes)
     start = compaction_start(messages)
     if start:
         # The provider drops everything before its own compaction: so does the replay.
         messages, more = repair_pairing(_from_compaction(messages, start))
         notes += more
-    cuts: list[_Item] = []
-    if policy.fresh_cap_chars is not None:
+        sizes = [content_chars(m) for m in messages]
+    cap = policy.fresh_cap_chars
+    if cap is not None and any(size > cap for size in sizes):
         messages, cuts = _cut_fresh(messages, policy, conversation_id)
-    sizes = [content_chars(m) for m in messages]
+        sizes = [content_chars(m) for m in messages]
+    else:
+        cuts = []
     if policy.timing == "eager":
         chosen = _eager(messages, policy, conversation_id)
     else:
