@@ -44,11 +44,12 @@ from .search._capabilities import CapabilityIndex
 from .search._convindex import MessageIndex
 from .search._filetools import read_pdf, search_document, search_pdf
 from .search._pdfindex import PageIndex
-from .store._activations import Activations
+from .search._pgsearch import PgMessageSearch
 from .store._home import mark_home
 from .store._ingest import IngestReport, ingest_paths
+from .store._open import open_store
 from .store._pages import read_original
-from .store._store import ConversationInfo, ConversationStats, Store, check_id
+from .store._store import ConversationInfo, ConversationStats, check_id
 from .tools._archives import extract_member, list_archive, member_sources
 from .tools._docs import read_parts
 from .tools._images import view_image
@@ -115,6 +116,10 @@ class Workspace:
             a relative path resolves against the first root that has it.
         conversations: if given, the conversation tools see only these ids; any other id is
             "not found".
+        store: where the conversations are kept: None (or ``"sqlite"``) for the embedded
+            SQLite store in the home, or a ``postgresql://USER@HOST:PORT/DATABASE`` URL for a
+            PostgreSQL database shared by a fleet of workers (the home then keeps only this
+            machine's caches); the CLI's ``--store`` and ``$LEANREPLAY_STORE``.
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class Workspace:
         fold_policy: FoldPolicy | None = None,
         summarizer: Summarizer | None = None,
         auto_fold: bool = True,
+        store: str | None = None,
     ) -> None:
         self.home = os.path.abspath(os.path.expanduser(os.fspath(home)))
         self.attachments_dir = os.path.join(self.home, "attachments")
@@ -145,7 +151,7 @@ class Workspace:
         self._roots = self._resolve(roots)
         self.notices = root_notices(self._roots)  # for the operator: the CLI prints them
         self.allowed = frozenset(conversations) if conversations is not None else None
-        self._store = Store(self.home)
+        self._store = open_store(self.home, store)
         self._life = Conversations(
             self._store,
             self.home,
@@ -155,9 +161,9 @@ class Workspace:
         )
         self._dirs = CacheDirs(self.home)
         self._page_index: PageIndex | None = None
-        self._message_index: MessageIndex | None = None
+        self._message_index: MessageIndex | PgMessageSearch | None = None
         self._capabilities: CapabilityIndex | None = None
-        self._activations = Activations(os.path.join(self.home, "activations"))
+        self._activations = self._store.activations(os.path.join(self.home, "activations"))
 
     # The lifecycle's settings, settable on the workspace as before.
 
@@ -558,9 +564,13 @@ class Workspace:
         return self._page_index
 
     @property
-    def _messages_index(self) -> MessageIndex:
+    def _messages_index(self) -> MessageIndex | PgMessageSearch:
         if self._message_index is None:
-            self._message_index = MessageIndex(self.home, self._store)
+            self._message_index = (
+                PgMessageSearch(self._store)
+                if self._store.kind == "postgresql"
+                else MessageIndex(self.home, self._store)
+            )
         return self._message_index
 
     def _member_path(self, path: str, member: str | None) -> str:

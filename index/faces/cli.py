@@ -64,6 +64,7 @@ class Settings:
     home: str
     roots: tuple[str, ...]
     conversations: tuple[str, ...] = ()
+    store: str | None = None
 
 
 def json_option(fn: F) -> F:
@@ -100,12 +101,26 @@ def emit_json(value: Any) -> None:
     multiple=True,
     help="Limit the conversation tools to this id (repeatable); others are 'not found'.",
 )
+@click.option(
+    "--store",
+    envvar="LEANREPLAY_STORE",
+    default=None,
+    metavar="URL",
+    help=(
+        "Keep the conversations in this PostgreSQL database (postgresql://USER@HOST:PORT/DB), "
+        "shared by a fleet of workers; default: the SQLite store in the home."
+    ),
+)
 @click.pass_context
 def cli(
-    ctx: click.Context, home: str, roots: tuple[str, ...], conversations: tuple[str, ...]
+    ctx: click.Context,
+    home: str,
+    roots: tuple[str, ...],
+    conversations: tuple[str, ...],
+    store: str | None,
 ) -> None:
     """Keep what an agent replays to its model lean, without losing a byte."""
-    ctx.obj = Settings(home=home, roots=roots, conversations=conversations)
+    ctx.obj = Settings(home=home, roots=roots, conversations=conversations, store=store)
 
 
 def error_json(message: str, kind: str) -> str:
@@ -147,7 +162,9 @@ def workspace(ctx: click.Context, *, cwd_is_root: bool = True) -> Workspace:
     except StoreError as exc:
         raise StoreError(f"--home {settings.home}: {exc}") from None
     roots = settings.roots or ((os.getcwd(),) if cwd_is_root else ())
-    ws = Workspace(settings.home, roots, conversations=settings.conversations or None)
+    ws = Workspace(
+        settings.home, roots, conversations=settings.conversations or None, store=settings.store
+    )
     for notice in ws.notices:
         echo(f"warning: {notice}", err=True)
     return ws

@@ -35,7 +35,8 @@ from leanreplay.placeholders import (
 
 from .._errors import InvalidArgumentError, WorkspaceError
 from ..store._attachments import AttachmentSaver
-from ..store._store import FoldRecord, Store, StoredMessage, plain_json
+from ..store._protocol import StoreProtocol
+from ..store._store import FoldRecord, StoredMessage, plain_json
 from ._fold import (
     FoldResult,
     SizePoint,
@@ -69,7 +70,7 @@ class Conversations:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreProtocol,
         home: str,
         *,
         fold_policy: FoldPolicy,
@@ -145,7 +146,7 @@ class Conversations:
     def _fold_behind(self, cid: str) -> None:
         # Its own connection: the appending thread keeps the shared one to itself.
         try:
-            store = Store(self.home)
+            store = self.store.another()
         except WorkspaceError:
             return  # the next append tries again
         try:

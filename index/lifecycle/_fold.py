@@ -13,7 +13,6 @@ import bisect
 import dataclasses
 import datetime
 import glob
-import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,9 +32,9 @@ from leanreplay.placeholders import (
     replay,
 )
 
-from .._locks import file_lock
 from ..store._attachments import with_cards
-from ..store._store import FoldRecord, Store
+from ..store._protocol import StoreProtocol
+from ..store._store import FoldRecord
 
 __all__ = [
     "FoldResult",
@@ -66,12 +65,8 @@ class FoldResult:
         return dataclasses.asdict(self)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
 def fold_conversation(
-    store: Store,
+    store: StoreProtocol,
     cid: str,
     policy: FoldPolicy,
     summarize: Summarizer,
@@ -81,7 +76,7 @@ def fold_conversation(
 ) -> FoldResult:
     """Fold a stored conversation's old prefix into its summary (see `Workspace.fold`); with
     ``end``, fold it as it stood when it held its first ``end`` messages."""
-    with file_lock(os.path.join(home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
+    with store.fold_lock(cid) as mine:
         if not mine:
             return FoldResult(False, "another fold of this conversation is running")
         previous = store.fold(cid)
@@ -112,7 +107,7 @@ def fold_conversation(
 
 
 def fold_as_appended(
-    store: Store,
+    store: StoreProtocol,
     cid: str,
     new: int,
     policy: FoldPolicy,
@@ -133,7 +128,7 @@ def fold_as_appended(
     ``stored``, when the caller holds them, are the conversation's messages exactly as
     stored (ids included), read instead of the store's copies.
     """
-    with file_lock(os.path.join(home, "locks", f"fold-{_digest(cid)}.lock")) as mine:
+    with store.fold_lock(cid) as mine:
         if not mine:
             return []
         previous = store.fold(cid)

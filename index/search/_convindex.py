@@ -15,26 +15,21 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import tantivy
 
-from leanreplay.placeholders import (
-    block_text,  # the one content-block text rule
-    result_slots,
-    tool_calls,
-)
-
 from .._errors import BusyError
 from .._locks import file_lock
-from ..store._store import Store, StoredMessage
+from ..store._protocol import StoreProtocol
+from ..store._store import StoredMessage
+from ..store._text import message_text
 from ._tantivy import DerivedIndex, build_query, search_with_snippets
 
 __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
 
 MESSAGES_VERSION = 1
-MAX_INDEXED_CHARS = 1_000_000  # per message
 SNIPPET_CHARS = 240
 _BATCH = 250_000  # rows per commit: commits are fsync'd and merge segments
 _FETCH = 50_000  # rows read from the store at a time
@@ -55,47 +50,13 @@ def _schema() -> Any:
     return sb.build()
 
 
-def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
-    """(searchable text, tool names) of a message in any provider shape."""
-    content = message.get("content")
-    if isinstance(content, str) and not message.get("tool_calls") and "type" not in message:
-        return content[:MAX_INDEXED_CHARS], ""  # the common case, without the general walk
-    parts: list[str] = []
-    if isinstance(content, str):
-        parts.append(content)
-    elif isinstance(content, list):
-        for block in content:
-            text = block_text(block)
-            if text is not None:
-                parts.append(text)
-                continue
-            if not isinstance(block, Mapping):
-                continue
-            kind = block.get("type")
-            if kind == "thinking" and isinstance(block.get("thinking"), str):
-                parts.append(block["thinking"])
-            elif kind in ("tool_use", "server_tool_use"):
-                parts.append(json.dumps(block.get("input"), ensure_ascii=False))
-    for slot in result_slots(message):
-        if slot.block is not None or slot.key != "content":  # a Responses output too
-            parts.append(slot.text())
-    if message.get("type") == "function_call" and isinstance(message.get("arguments"), str):
-        parts.append(message["arguments"])
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
-            parts.append(function["arguments"])
-    tools = " ".join(name for _, name in tool_calls(message))
-    return "\n".join(parts)[:MAX_INDEXED_CHARS], tools
-
-
 def _digest(stored: StoredMessage) -> str:
     key = "\x00".join((stored.conversation_id, str(stored.seq), stored.id, stored.body))
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class MessageIndex:
-    def __init__(self, home: str, store: Store) -> None:
+    def __init__(self, home: str, store: StoreProtocol) -> None:
         self.store = store
         directory = os.path.join(home, "index", f"messages-v{MESSAGES_VERSION}")
         self.index = DerivedIndex(directory, _schema)

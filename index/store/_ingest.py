@@ -18,7 +18,8 @@ from .._errors import (
 )
 from ._attachments import AttachmentSaver
 from ._importers import LOG_SUFFIXES, NotALogError, check_log_format, load_log
-from ._store import Store, check_id
+from ._protocol import StoreProtocol
+from ._store import check_id
 
 __all__ = [
     "FileReport",
@@ -180,7 +181,7 @@ def _walk(folder: str) -> Iterator[tuple[str, str | None]]:
 
 
 def ingest_file(
-    store: Store,
+    store: StoreProtocol,
     source: str,
     in_folder: bool,
     *,
@@ -247,7 +248,7 @@ def ingest_file(
 
 
 def ingest_paths(
-    store: Store,
+    store: StoreProtocol,
     paths: Sequence[str | os.PathLike[str]],
     *,
     format: str,

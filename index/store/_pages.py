@@ -19,7 +19,8 @@ from leanreplay.placeholders import call_inputs, read_call, result_slots
 
 from .._errors import ConversationNotFoundError, InvalidArgumentError
 from ._attachments import _from_data_url, save_inline
-from ._store import Store, check_id
+from ._protocol import StoreProtocol
+from ._store import check_id
 
 __all__ = [
     "MAX_PAGE_IMAGES",
@@ -208,7 +209,7 @@ def page(
 
 
 def read_original(
-    store: Store,
+    store: StoreProtocol,
     cid: str,
     mid: str,
     tool_call_id: str | None,

@@ -7,6 +7,7 @@ conversation keeps one total order and an acknowledged write survives a crash.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,6 +31,8 @@ from .._errors import (
     StoreError,
     StoreVersionError,
 )
+from .._locks import file_lock
+from ._activations import Activations
 from ._attachments import SavedAttachment, inline_blocks
 from ._migrations import LATEST, migrate, newer_error, version
 
@@ -147,6 +150,8 @@ def encode_message(message: Mapping[str, Any]) -> str:
 class Store:
     """Conversations and their messages in ``home/store.sqlite3``."""
 
+    kind = "sqlite"
+
     def __init__(self, home: str) -> None:
         self.path = os.path.join(home, "store.sqlite3")
         self._lock = threading.RLock()
@@ -236,6 +241,19 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def another(self) -> Store:
+        """A store of its own on the same file (its own connection), for another thread."""
+        return Store(os.path.dirname(self.path))
+
+    @contextmanager
+    def fold_lock(self, conversation_id: str) -> Iterator[bool]:
+        """The one fold of a conversation at a time, across processes (a lock file under the
+        home); yields False at once when another process holds it."""
+        digest = hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()
+        home = os.path.dirname(self.path)
+        with file_lock(os.path.join(home, "locks", f"fold-{digest[:32]}.lock")) as mine:
+            yield mine
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -712,6 +730,13 @@ class Store:
             (pattern,),
         )
         return {r[0] for r in rows}
+
+    # tool activations
+
+    @staticmethod
+    def activations(directory: str) -> Activations:
+        """One small JSON file per conversation under ``directory`` (in the home)."""
+        return Activations(directory)
 
     # prompt snapshots
 

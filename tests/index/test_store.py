@@ -1,4 +1,5 @@
-"""The store: byte-exact originals, stable ids, append-only, several processes at once."""
+"""The store: byte-exact originals, stable ids, append-only, several processes at once; on
+both stores (``store_url``: the SQLite store in the home, and a PostgreSQL schema)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 
 from leanreplay.index import ConversationNotFoundError, InvalidArgumentError, Workspace
 from leanreplay.placeholders import check_pairing, result_slots
@@ -34,8 +36,8 @@ TRICKY_TEXTS = [
 
 
 @pytest.mark.parametrize("text", TRICKY_TEXTS, ids=range(len(TRICKY_TEXTS)))
-def test_messages_round_trip_exactly(tmp_path: Path, text: str) -> None:
-    with Workspace(tmp_path) as ws:
+def test_messages_round_trip_exactly(store_url: str | None, tmp_path: Path, text: str) -> None:
+    with Workspace(tmp_path, store=store_url) as ws:
         nested = {
             "role": "user",
             "content": [
@@ -57,12 +59,12 @@ def test_messages_round_trip_exactly(tmp_path: Path, text: str) -> None:
         # The one tool result the message holds, read back through pages.
         whole, _ = read_whole(ws, "c", mid)
         assert whole == nested["content"][1]["content"]
-    with Workspace(tmp_path) as again:  # survives reopening
+    with Workspace(tmp_path, store=store_url) as again:  # survives reopening
         assert again.messages("c")[0]["content"] == nested["content"]
 
 
-def test_ids_are_assigned_stable_and_never_reused(tmp_path: Path) -> None:
-    with Workspace(tmp_path) as ws:
+def test_ids_are_assigned_stable_and_never_reused(store_url: str | None, tmp_path: Path) -> None:
+    with Workspace(tmp_path, store=store_url) as ws:
         assert ws.append("c", user("a")) == "m1"
         assert ws.append("c", {**user("b"), "id": "m3"}) == "m3"
         # Position 3 would be m3, which is taken: the store picks a fresh id instead.
@@ -84,17 +86,17 @@ def test_ids_are_assigned_stable_and_never_reused(tmp_path: Path) -> None:
     ids=["no-role", "nan", "bytes", "int-id", "newline-id"],
 )
 def test_bad_messages_are_refused_and_nothing_is_stored(
-    tmp_path: Path, message: Any, match: str
+    store_url: str | None, tmp_path: Path, message: Any, match: str
 ) -> None:
-    with Workspace(tmp_path) as ws:
+    with Workspace(tmp_path, store=store_url) as ws:
         ws.append("c", user("kept"))
         with pytest.raises(InvalidArgumentError, match=match):
             ws.append("c", message)
         assert [m["content"] for m in ws.messages("c")] == ["kept"]
 
 
-def test_unknown_ids_say_what_to_do(tmp_path: Path) -> None:
-    with Workspace(tmp_path) as ws:
+def test_unknown_ids_say_what_to_do(store_url: str | None, tmp_path: Path) -> None:
+    with Workspace(tmp_path, store=store_url) as ws:
         ws.append("c", user("a"))
         with pytest.raises(ConversationNotFoundError, match="no conversation 'nope'"):
             ws.conversation_read("nope", "m1")
@@ -104,18 +106,20 @@ def test_unknown_ids_say_what_to_do(tmp_path: Path) -> None:
             ws.conversation_read("c", "m1", tool_call_id="x")
 
 
-def test_allowlist_hides_other_conversations(tmp_path: Path) -> None:
-    with Workspace(tmp_path) as ws:
+def test_allowlist_hides_other_conversations(store_url: str | None, tmp_path: Path) -> None:
+    with Workspace(tmp_path, store=store_url) as ws:
         ws.append("secret", user("s"))
         ws.append("open", user("o"))
-    with Workspace(tmp_path, conversations=["open"]) as limited:
+    with Workspace(tmp_path, conversations=["open"], store=store_url) as limited:
         assert limited.conversations() == ["open"]
         with pytest.raises(ConversationNotFoundError, match="no conversation 'secret'"):
             limited.conversation_read("secret", "m1")
 
 
-def test_conversation_read_of_one_result_among_several(tmp_path: Path) -> None:
-    with Workspace(tmp_path) as ws:
+def test_conversation_read_of_one_result_among_several(
+    store_url: str | None, tmp_path: Path
+) -> None:
+    with Workspace(tmp_path, store=store_url) as ws:
         ws.append("c", user("q"))
         ws.append("c", an_call(("a", "bash"), ("b", "grep")))
         mid = ws.append(
@@ -131,15 +135,13 @@ def test_conversation_read_of_one_result_among_several(tmp_path: Path) -> None:
         assert (alpha["format"], alpha["content"]) == ("text", "alpha")
 
 
-@settings(max_examples=40, deadline=None)
-@given(messages=conversations())
-def test_every_placeholder_round_trips_through_conversation_read(
-    messages: list[dict[str, Any]],
-) -> None:
-    with tempfile.TemporaryDirectory() as home, Workspace(home) as ws:
+def _placeholders_round_trip(store_url: str | None, messages: list[dict[str, Any]]) -> None:
+    # The examples share the test's PostgreSQL schema: each stores its own conversation.
+    conv = f"conv-{uuid.uuid4().hex}"
+    with tempfile.TemporaryDirectory() as home, Workspace(home, store=store_url) as ws:
         for m in messages:
-            ws.append("conv", m)
-        result = ws.replay("conv")
+            ws.append(conv, m)
+        result = ws.replay(conv)
         assert check_pairing(result.messages) == []
         seen = 0
         for new, old in zip(result.messages, messages, strict=True):
@@ -166,23 +168,44 @@ def test_every_placeholder_round_trips_through_conversation_read(
         assert seen == result.placeholders
 
 
-def _append_many(home: str, conversation: str, tag: str, count: int) -> None:
-    with Workspace(home) as ws:
+@settings(max_examples=40, deadline=None)
+@given(messages=conversations())
+def test_every_placeholder_round_trips_through_conversation_read(
+    messages: list[dict[str, Any]],
+) -> None:
+    _placeholders_round_trip(None, messages)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(messages=conversations())
+def test_every_placeholder_round_trips_on_postgresql(
+    pg_url: str, messages: list[dict[str, Any]]
+) -> None:
+    _placeholders_round_trip(pg_url, messages)
+
+
+def _append_many(home: str, store: str | None, conversation: str, tag: str, count: int) -> None:
+    with Workspace(home, store=store) as ws:
         for i in range(count):
             ws.append(conversation, user(f"{tag}-{i}"))
 
 
-def test_two_processes_appending_to_one_conversation_lose_nothing(tmp_path: Path) -> None:
+def test_two_processes_appending_to_one_conversation_lose_nothing(
+    store_url: str | None, tmp_path: Path
+) -> None:
     ctx = multiprocessing.get_context("spawn")
     workers = [
-        ctx.Process(target=_append_many, args=(str(tmp_path), "shared", tag, 60)) for tag in "ab"
+        ctx.Process(target=_append_many, args=(str(tmp_path), store_url, "shared", tag, 60))
+        for tag in "ab"
     ]
     for w in workers:
         w.start()
     for w in workers:
         w.join(60)
         assert w.exitcode == 0
-    with Workspace(tmp_path) as ws:
+    with Workspace(tmp_path, store=store_url) as ws:
         texts = [m["content"] for m in ws.messages("shared")]
     assert sorted(texts) == sorted(f"{t}-{i}" for t in "ab" for i in range(60))
     for tag in "ab":  # each writer's own order is kept
@@ -194,16 +217,16 @@ def test_two_processes_appending_to_one_conversation_lose_nothing(tmp_path: Path
 WRITER = """
 import sys
 from leanreplay.index import Workspace
-ws = Workspace(sys.argv[1])
+ws = Workspace(sys.argv[1], store=sys.argv[2] if len(sys.argv) > 2 else None)
 for i in range(100000):
     ws.append("c", {"role": "user", "content": f"msg-{i}"})
     print(i, flush=True)
 """
 
 
-def test_sigkill_loses_no_acknowledged_append(tmp_path: Path) -> None:
+def test_sigkill_loses_no_acknowledged_append(store_url: str | None, tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(tmp_path)],
+        [sys.executable, "-c", WRITER, str(tmp_path), *([store_url] if store_url else [])],
         stdout=subprocess.PIPE,
         text=True,
         cwd=str(Path(__file__).resolve().parents[2]),
@@ -219,7 +242,7 @@ def test_sigkill_loses_no_acknowledged_append(tmp_path: Path) -> None:
     proc.wait()
     proc.stdout.close()
     assert acknowledged >= 40
-    with Workspace(tmp_path) as ws:
+    with Workspace(tmp_path, store=store_url) as ws:
         texts = [m["content"] for m in ws.messages("c")]
     assert texts[: acknowledged + 1] == [f"msg-{i}" for i in range(acknowledged + 1)]
 

@@ -1,4 +1,5 @@
-"""Two writers racing on ``BEGIN IMMEDIATE``: real processes, one store file.
+"""Two writers racing on ``BEGIN IMMEDIATE``: real processes, one store file (and, on the
+PostgreSQL store, one database, where the conversation's row lock plays that part).
 
 An import reads what of its log is stored already, then appends the rest. A deferred ``BEGIN``
 lets both processes read the same state and then fight over the upgrade to a writer: one of
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from leanreplay.index.store._attachments import SavedAttachment
-from leanreplay.index.store._store import Store
+from leanreplay.index.store._open import open_store
 
 RACE_WAIT_S = 3.0
 LOG = [
@@ -35,9 +36,15 @@ LOG = [
 
 
 def _importer(
-    home: str, tag: str, log: list[dict[str, Any]], start: Any, inside: Any, out: Any
+    home: str,
+    url: str | None,
+    tag: str,
+    log: list[dict[str, Any]],
+    start: Any,
+    inside: Any,
+    out: Any,
 ) -> None:
-    store = Store(home)
+    store = open_store(home, url)
     paused = False
 
     def pause_after_first_read(message: Mapping[str, Any]) -> list[SavedAttachment]:
@@ -59,12 +66,14 @@ def _importer(
         store.close()
 
 
-def race(home: Path, logs: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, Any]]:
+def race(
+    home: Path, url: str | None, logs: dict[str, list[dict[str, Any]]]
+) -> list[tuple[str, str, Any]]:
     """Each process imports its log at the same moment; returns (tag, outcome, ids) by tag."""
     ctx = multiprocessing.get_context("spawn")
     start, inside, out = ctx.Barrier(2), ctx.Barrier(2), ctx.Queue()
     workers = [
-        ctx.Process(target=_importer, args=(str(home), tag, log, start, inside, out))
+        ctx.Process(target=_importer, args=(str(home), url, tag, log, start, inside, out))
         for tag, log in logs.items()
     ]
     for w in workers:
@@ -76,14 +85,16 @@ def race(home: Path, logs: dict[str, list[dict[str, Any]]]) -> list[tuple[str, s
     return results
 
 
-def test_two_imports_of_one_log_at_once_store_it_once(tmp_path: Path) -> None:
-    Store(str(tmp_path)).close()
-    results = race(tmp_path, {"a": LOG, "b": LOG})
+def test_two_imports_of_one_log_at_once_store_it_once(
+    store_url: str | None, tmp_path: Path
+) -> None:
+    open_store(str(tmp_path), store_url).close()
+    results = race(tmp_path, store_url, {"a": LOG, "b": LOG})
     # Neither saw "database is locked" (raw or as a StoreError).
     assert [status for _, status, _ in results] == ["ok", "ok"], results
     # One import stored the log; the other found it stored and appended nothing.
     assert sorted(len(ids) for _, _, ids in results) == [0, len(LOG)]
-    store = Store(str(tmp_path))
+    store = open_store(str(tmp_path), store_url)
     stored = store.messages("log")
     store.close()
     assert [m.seq for m in stored] == [1, 2, 3]
@@ -91,9 +102,11 @@ def test_two_imports_of_one_log_at_once_store_it_once(tmp_path: Path) -> None:
 
 
 def test_a_live_log_imported_twice_at_once_as_it_grows(tmp_path: Path) -> None:
-    """One process imports the log as it was, the other as it is now, at the same moment."""
-    Store(str(tmp_path)).close()
-    (a, b) = race(tmp_path, {"a": LOG[:2], "b": LOG})
+    """One process imports the log as it was, the other as it is now, at the same moment (the
+    SQLite store only: the PostgreSQL store's race is the test above)."""
+    store_url = None
+    open_store(str(tmp_path), store_url).close()
+    (a, b) = race(tmp_path, store_url, {"a": LOG[:2], "b": LOG})
     assert b[1] == "ok", b
     if a[1] == "ok":  # the older copy went first; the newer one appended the rest
         assert (len(a[2]), len(b[2])) == (2, 1)
@@ -104,7 +117,7 @@ def test_a_live_log_imported_twice_at_once_as_it_grows(tmp_path: Path) -> None:
             "another conversation id",
         )
         assert len(b[2]) == 3
-    store = Store(str(tmp_path))
+    store = open_store(str(tmp_path), store_url)
     stored = store.messages("log")
     store.close()
     assert [m.message()["content"] for m in stored] == [m["content"] for m in LOG]

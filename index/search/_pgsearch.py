@@ -1,0 +1,90 @@
+"""conversation_search on a PostgreSQL store: PostgreSQL's own full-text search.
+
+Each message's tsvector is stored with it at append (``messages.search``, a GIN index; see
+`store._tsearch` for what it holds), so a message appended by any worker is searchable by every
+other as soon as its transaction commits: there is nothing to catch up. A query is the model's
+free text through ``websearch_to_tsquery`` (which never raises on syntax), ranked by
+``ts_rank`` and shown with a ``ts_headline`` snippet that marks matches as **word**, the answer
+shape of the Tantivy search.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from .._errors import InvalidArgumentError
+from ..store._text import message_text
+from ..store._tsearch import SEARCH_CONFIG, websearch_text
+
+__all__ = ["PgMessageSearch"]
+
+SNIPPET_WORDS = 40  # ts_headline's MaxWords: about the 240 chars of a Tantivy snippet
+SNIPPET_CHARS = 240
+
+
+class _Queryable(Protocol):
+    def query(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]: ...
+
+
+_SEARCH = f"""
+WITH q AS (SELECT websearch_to_tsquery('{SEARCH_CONFIG}', %(query)s) AS q),
+hits AS (
+    SELECT m.conversation_id, m.id, m.seq, m.role, m.search_text, m.body,
+           ts_rank(m.search, q.q) AS score
+    FROM messages m, q
+    WHERE m.search @@ q.q {{scope}}
+    ORDER BY score DESC, m.n
+    LIMIT %(limit)s
+)
+SELECT conversation_id, id, seq, role, body, score,
+       ts_headline('{SEARCH_CONFIG}', search_text, q.q,
+                   'StartSel=**, StopSel=**, MaxWords={SNIPPET_WORDS}, MinWords=15, '
+                   'MaxFragments=1, FragmentDelimiter=" … "')
+FROM hits, q
+ORDER BY score DESC
+"""
+
+
+class PgMessageSearch:
+    """Search of the messages in a `PgStore`, the `MessageIndex` interface."""
+
+    def __init__(self, store: Any) -> None:
+        self.store: _Queryable = store
+
+    def catch_up(self) -> int:
+        """Nothing to add: every row is indexed in the transaction that stores it."""
+        return 0
+
+    def search(
+        self, query_text: str, *, conversations: list[str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        text = websearch_text(query_text)
+        (empty,) = self.store.query(
+            f"SELECT numnode(websearch_to_tsquery('{SEARCH_CONFIG}', %s)) = 0", (text,)
+        )[0]
+        if empty:
+            raise InvalidArgumentError(
+                f"query {query_text!r} has no searchable words; use plain words"
+            )
+        args: dict[str, Any] = {"query": text, "limit": limit}
+        scope = ""
+        if conversations is not None:
+            scope = "AND m.conversation_id = ANY(%(scope)s)"
+            args["scope"] = conversations
+        rows = self.store.query(_SEARCH.format(scope=scope), args)
+        hits = []
+        for cid, mid, seq, role, body, score, snippet in rows:
+            _, tools = message_text(json.loads(body))
+            hits.append(
+                {
+                    "conversation_id": cid,
+                    "message_id": mid,
+                    "seq": int(seq),
+                    "role": role,
+                    "tools": tools or None,
+                    "score": round(float(score), 4),
+                    "snippet": " ".join(str(snippet).split())[:SNIPPET_CHARS],
+                }
+            )
+        return hits
