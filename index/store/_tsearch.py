@@ -29,6 +29,7 @@ _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_a-zA-Z]+", re.UNIC
 _SURROGATES = re.compile("[\ud800-\udfff]")
 # Characters websearch_to_tsquery reads as syntax, or that PostgreSQL text cannot hold.
 _QUERY_SYNTAX = re.compile(r"[\x00\-]")
+_WORDY = re.compile(r"[^\W_]")
 
 
 def _clean(text: str) -> str:
@@ -43,6 +44,9 @@ def _pieces(chunk: str) -> list[str]:
     segments = [s for s in re.split(r"[/\\]+", chunk) if s]
     for i in range(1, len(segments)):  # path suffixes: a/b/c.py gives b/c.py and c.py
         out.append("/".join(segments[i:]))
+    # PostgreSQL's parser drops a leading or trailing _ . - of a query word: _app.py is
+    # searched as app.py, so each segment is kept that way too.
+    out += [s.strip("_.-:") for s in (*segments, *out)]
     for part in _SEPARATORS.split(chunk):
         if not part:
             continue
@@ -85,7 +89,9 @@ def websearch_text(text: object) -> str:
     if clean.count('"') % 2 == 0:
         phrases = [p.strip() for p in re.findall(r'"([^"]*)"', clean) if p.strip()]
         clean = re.sub(r'"[^"]*"', " ", clean)
-    words = [w for w in clean.replace('"', " ").split() if w.lower() != "or"]
+    # A word of punctuation alone holds no lexeme: between two of them, "or" would become one.
+    words = [w for w in clean.replace('"', " ").split() if w.lower() != "or" and _WORDY.search(w)]
+    phrases = [p for p in phrases if _WORDY.search(p)]
     parts = [*words[:MAX_QUERY_TERMS], *(f'"{p}"' for p in phrases[:MAX_QUERY_TERMS])]
     if not parts:
         raise InvalidArgumentError(f"query {text!r} has no searchable words; use plain words")

@@ -1,9 +1,13 @@
-"""conversation_search: ranked hits with read calls; the index follows and survives the store."""
+"""conversation_search: ranked hits with read calls; the index follows and survives the store.
+
+The answer's tests run on both stores (``store_url``): Tantivy over the SQLite store, PostgreSQL's
+full-text search over the PostgreSQL one; the index's own tests are Tantivy's."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,9 +17,7 @@ from tests.builders import an_call, an_results, assistant, user
 from tests.placeholders.test_replay import parse_call
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    w = Workspace(tmp_path / "home")
+def _stored(w: Workspace) -> Workspace:
     w.append("trip", user("Book a flight to Tehran, and note the hotel budget"))
     w.append("trip", an_call(("t1", "search_flights")))
     w.append("trip", an_results(("t1", "Flight IR712 departs 08:15, fare 420 EUR", False)))
@@ -23,6 +25,18 @@ def ws(tmp_path: Path) -> Workspace:
     w.append("ops", user("The nightly job failed with disk quota exceeded"))
     w.append("ops", assistant("Raise the quota on /var/data; مرحبا"))
     return w
+
+
+@pytest.fixture
+def ws(store_url: str | None, tmp_path: Path) -> Iterator[Workspace]:
+    with Workspace(tmp_path / "home", store=store_url) as w:
+        yield _stored(w)
+
+
+@pytest.fixture
+def tantivy_ws(tmp_path: Path) -> Iterator[Workspace]:
+    with Workspace(tmp_path / "home") as w:
+        yield _stored(w)
 
 
 def test_hits_are_ranked_with_snippets_and_read_calls(ws: Workspace) -> None:
@@ -50,11 +64,11 @@ def test_unicode_queries(ws: Workspace, query: str, conversation: str) -> None:
     assert f"**{query}**" in hits[0]["snippet"]
 
 
-def test_scope_and_allowlist(ws: Workspace, tmp_path: Path) -> None:
+def test_scope_and_allowlist(ws: Workspace, store_url: str | None) -> None:
     assert {
         h["conversation_id"] for h in ws.conversation_search("the", conversation_id="trip")["hits"]
     } == {"trip"}
-    with Workspace(ws.home, conversations=["ops"]) as limited:
+    with Workspace(ws.home, conversations=["ops"], store=store_url) as limited:
         assert {
             h["conversation_id"] for h in limited.conversation_search("flight quota")["hits"]
         } == {"ops"}
@@ -81,25 +95,111 @@ def test_new_messages_are_found_on_the_next_search(ws: Workspace) -> None:
     assert ws.conversation_search("zeppelin")["hits"][0]["conversation_id"] == "ops"
 
 
-def test_index_is_rebuilt_when_deleted_or_corrupt(ws: Workspace) -> None:
-    ws.conversation_search("quota")
-    index_dir = Path(ws.home) / "index" / "messages-v1"
+def test_index_is_rebuilt_when_deleted_or_corrupt(tantivy_ws: Workspace) -> None:
+    tantivy_ws.conversation_search("quota")
+    index_dir = Path(tantivy_ws.home) / "index" / "messages-v1"
     shutil.rmtree(index_dir)
-    with Workspace(ws.home) as again:
+    with Workspace(tantivy_ws.home) as again:
         assert again.conversation_search("quota")["hits"]
     (index_dir / "meta.json").write_text("{ not json")
-    with Workspace(ws.home) as again:
+    with Workspace(tantivy_ws.home) as again:
         assert len(again.conversation_search("quota")["hits"]) == 2
 
 
-def test_index_of_another_store_is_not_trusted(ws: Workspace, tmp_path: Path) -> None:
-    ws.conversation_search("quota")
-    ws.close()
-    (Path(ws.home) / "store.sqlite3").unlink()
+def test_index_of_another_store_is_not_trusted(tantivy_ws: Workspace, tmp_path: Path) -> None:
+    tantivy_ws.conversation_search("quota")
+    tantivy_ws.close()
+    (Path(tantivy_ws.home) / "store.sqlite3").unlink()
     for extra in ("store.sqlite3-wal", "store.sqlite3-shm"):
-        (Path(ws.home) / extra).unlink(missing_ok=True)
-    with Workspace(ws.home) as fresh:
+        (Path(tantivy_ws.home) / extra).unlink(missing_ok=True)
+    with Workspace(tantivy_ws.home) as fresh:
         fresh.append("new", user("nothing about disks here"))
         assert fresh.conversation_search("quota")["hits"] == []
-        state = json.loads((Path(ws.home) / "index" / "messages-v1.state.json").read_text())
+        state = json.loads((Path(tantivy_ws.home) / "index" / "messages-v1.state.json").read_text())
         assert state["store"] == fresh._store.identity
+
+
+def test_both_engines_answer_in_one_shape(pg_url: str, tmp_path: Path) -> None:
+    answers = []
+    for store in (None, pg_url):
+        with Workspace(tmp_path / str(bool(store)), store=store) as w:
+            answers.append(_stored(w).conversation_search("quota flight")["hits"])
+    tantivy, postgres = answers
+    assert [sorted(h) for h in postgres] == [sorted(h) for h in tantivy]
+    assert sorted((h["conversation_id"], h["message_id"]) for h in postgres) == sorted(
+        (h["conversation_id"], h["message_id"]) for h in tantivy
+    )
+    for hit in postgres:
+        assert isinstance(hit["score"], float)
+        assert hit["read"].startswith("conversation_read(")
+
+
+CODE = [
+    "Traceback: File src/leanreplay/index/_workspace.py, line 12, in conversation_search",
+    "call os.path.join(root, name) then parseHttpHeader_v2()",
+    "東京タワーの高さは333メートル",
+    "می‌خواهم گزارش درآمد را ببینم",  # Persian, with a zero-width non-joiner
+    "Größe der Datei: 12 KB, naïve café",
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("src/leanreplay/index/_workspace.py", 0),
+        ("_workspace.py", 0),
+        ("workspace", 0),
+        ("os.path.join", 1),
+        ("join", 1),
+        ("parseHttpHeader_v2", 1),
+        ("header", 1),
+        ("東京タワーの高さは333メートル", 2),
+        ("گزارش", 3),
+        ("Größe", 4),
+        ("café", 4),
+    ],
+    ids=str,
+)
+def test_postgresql_search_finds_code_paths_and_other_languages(
+    pg_url: str, tmp_path: Path, query: str, found: int
+) -> None:
+    with Workspace(tmp_path, store=pg_url) as w:
+        for text in CODE:
+            w.append("code", user(text))
+        hits = w.conversation_search(query)["hits"]
+    assert [h["message_id"] for h in hits][:1] == [f"m{found + 1}"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "quota\x00",
+        "quota \ud800",
+        "-quota",
+        "quota <-> disk",
+        "quota & !disk | (",
+        "'quota'",
+        "\\quota",
+        "quota:*",
+        "or quota or",
+        '"quota" "',
+        "quota " + "x" * 990,
+    ],
+    ids=range(11),
+)
+def test_hostile_queries_reach_postgresql_as_words(pg_url: str, tmp_path: Path, query: str) -> None:
+    with Workspace(tmp_path, store=pg_url) as w:
+        _stored(w)
+        hits = w.conversation_search(query)["hits"]
+    assert {h["conversation_id"] for h in hits} == {"ops"}  # quota, never an operator
+
+
+@pytest.mark.parametrize("query", ["(((", "!!! ---", "<->", '""'], ids=str)
+def test_a_query_of_operators_alone_says_so_on_postgresql(
+    pg_url: str, tmp_path: Path, query: str
+) -> None:
+    with (
+        Workspace(tmp_path, store=pg_url) as w,
+        pytest.raises(InvalidArgumentError, match="no searchable words"),
+    ):
+        w.conversation_search(query)
