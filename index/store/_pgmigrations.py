@@ -80,8 +80,8 @@ def _search(db: psycopg.Connection[tuple[object, ...]]) -> None:
             break
         with db.cursor() as cur:
             cur.executemany(
-                "UPDATE messages SET search_text=%s, search=to_tsvector("
-                f"'{SEARCH_CONFIG}', %s) || array_to_tsvector(%s::text[]) WHERE n=%s",
+                "UPDATE messages SET search_text=%s, "
+                f"search=to_tsvector('{SEARCH_CONFIG}', %s) WHERE n=%s",
                 [(*_terms(str(body)), n) for n, body in rows],
             )
         last = int(str(rows[-1][0]))
@@ -89,7 +89,7 @@ def _search(db: psycopg.Connection[tuple[object, ...]]) -> None:
     db.execute("CREATE INDEX messages_search ON messages USING gin (search)")
 
 
-def _terms(body: str) -> tuple[str, str, list[str]]:
+def _terms(body: str) -> tuple[str, str]:
     text, tools = message_text(json.loads(body))
     return search_terms(text, tools)
 

@@ -427,7 +427,7 @@ class PgStore:
                 raise _reused(conversation_id, message_id)
             taken.add(message_id)
             body = encode_message(message)
-            shown, indexed, pieces = search_terms(*message_text(message))
+            shown, indexed = search_terms(*message_text(message))
             rows.append(
                 (
                     conversation_id,
@@ -439,7 +439,6 @@ class PgStore:
                     now,
                     shown,
                     indexed,
-                    pieces,
                 )
             )
             for block, path, card in saved:
@@ -453,7 +452,7 @@ class PgStore:
             cur.executemany(
                 "INSERT INTO messages(conversation_id, seq, id, role, body, chars, at, "
                 "search_text, search) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,"
-                f"to_tsvector('{SEARCH_CONFIG}', %s) || array_to_tsvector(%s::text[]))",
+                f"to_tsvector('{SEARCH_CONFIG}', %s))",
                 rows,
             )
             self._cards(cur, cards)

@@ -42,6 +42,10 @@ def _pieces(chunk: str) -> list[str]:
         return []
     out: list[str] = []
     segments = [s for s in re.split(r"[/\\]+", chunk) if s]
+    for segment in segments:  # mod_1.py gives mod_1 and py
+        dotted = [d for d in segment.split(".") if d]
+        if len(dotted) > 1:
+            out += dotted
     for i in range(1, len(segments)):  # path suffixes: a/b/c.py gives b/c.py and c.py
         out.append("/".join(segments[i:]))
     # PostgreSQL's parser drops a leading or trailing _ . - of a query word: _app.py is
@@ -55,19 +59,22 @@ def _pieces(chunk: str) -> list[str]:
     return out
 
 
-def search_terms(text: str, tools: str = "") -> tuple[str, str, list[str]]:
-    """(text kept for snippets, text the vector is made of, extra lexemes) of a message."""
+def search_terms(text: str, tools: str = "") -> tuple[str, str]:
+    """(text kept for snippets, text the tsvector is made of) of a message: the second is the
+    first, the tool names and each identifier's and path's pieces, as words, so that the
+    parser reads a piece as it reads the same query word (``mod_1`` as the phrase mod 1)."""
     shown = _clean(text[:MAX_SEARCH_CHARS])
     indexed = f"{shown}\n{_clean(tools)}" if tools else shown
     pieces: dict[str, None] = {}
     for chunk in _COMPOUND.findall(indexed):
         for piece in _pieces(chunk):
-            lowered = piece.lower()
-            if 0 < len(lowered) <= MAX_PIECE_CHARS:
-                pieces[lowered] = None
+            if 0 < len(piece) <= MAX_PIECE_CHARS:
+                pieces[piece] = None
         if len(pieces) >= MAX_PIECES:
             break
-    return shown, indexed, list(pieces)[:MAX_PIECES]
+    if not pieces:
+        return shown, indexed
+    return shown, indexed + "\n" + " ".join(list(pieces)[:MAX_PIECES])
 
 
 def websearch_text(text: object) -> str:

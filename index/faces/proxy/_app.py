@@ -555,7 +555,9 @@ class _Session:
         request's when the turn ends here)."""
         run = self.rounds <= self.proxy.config.max_rounds and self.api.continues(round)
         results = await anyio.to_thread.run_sync(
-            lambda: run_calls(self.proxy.ws.home, self.cid, ours, run=run)
+            lambda: run_calls(
+                self.proxy.ws.home, self.cid, ours, run=run, store=self.proxy.ws.store_url
+            )
         )
         messages = self.api.results(results)
         self._keep(round.stored, "round")

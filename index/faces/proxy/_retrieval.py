@@ -54,12 +54,15 @@ def _result(call: Call, value: Any) -> Result:
     return Result(call, json.dumps(value, ensure_ascii=False))
 
 
-def run_calls(home: str, conversation_id: str, calls: Sequence[Call], *, run: bool) -> list[Result]:
-    """Answer the proxy's own calls (``run=False``: each gets the `NOT_RUN` error instead)."""
+def run_calls(
+    home: str, conversation_id: str, calls: Sequence[Call], *, run: bool, store: str | None = None
+) -> list[Result]:
+    """Answer the proxy's own calls (``run=False``: each gets the `NOT_RUN` error instead)
+    from the store of the proxy's workspace (``store``: its URL, None for the home's)."""
     if not run:
         return [Result(c, NOT_RUN, is_error=True) for c in calls]
     out = []
-    with Workspace(home, conversations=[conversation_id]) as scoped:
+    with Workspace(home, conversations=[conversation_id], store=store) as scoped:
         for call in calls:
             arguments = call.arguments
             if not isinstance(arguments, dict):
