@@ -36,6 +36,7 @@ from .._errors import (
     ConversationChangedError,
     ConversationNotFoundError,
     ImportFormatError,
+    InvalidArgumentError,
     StoreError,
     StoreVersionError,
 )
@@ -61,6 +62,7 @@ __all__ = ["PgActivations", "PgStore", "is_store_url", "shown_url"]
 CONNECT_TIMEOUT_S = 5  # an unreachable server is named within this
 POOL_WAIT_S = 30.0  # a call waits this long for a free (or new) connection
 POOL_SIZE = 4
+PREPARE_THRESHOLD: int | None = None
 MAX_ACTIVE = 200
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -193,7 +195,7 @@ class PgStore:
             self._conninfo,
             min_size=1,
             max_size=max(pool_size, 2),  # a fold holds one for its lock and reads on another
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "prepare_threshold": PREPARE_THRESHOLD},
             check=psycopg_pool.ConnectionPool.check_connection,
             timeout=POOL_WAIT_S,
             open=True,
@@ -299,7 +301,11 @@ class PgStore:
         attachments: Callable[[Mapping[str, Any]], list[SavedAttachment]] | None = None,
         after: int | None = None,
     ) -> list[str]:
-        """Append messages in one transaction; returns their ids (see `Store.append`)."""
+        """Append messages in one transaction; returns their ids (see `Store.append`).
+
+        A message whose id is already stored with the same bytes is not stored again (its id
+        is returned): a retried append, after a call cut off at its commit, is a no-op. With
+        other bytes it raises `InvalidArgumentError` and stores nothing."""
         check_id("conversation_id", conversation_id)
         prepared = _checked(messages)
         with self._write() as db:
@@ -310,7 +316,9 @@ class PgStore:
                     f"conversation {conversation_id!r} holds {held} messages, not {after}: "
                     "another writer appended since it was read; read it again"
                 )
-            return self._insert(db, conversation_id, held, prepared, attachments)
+            fresh, ids = _unstored(db, conversation_id, prepared)
+            stored = iter(self._insert(db, conversation_id, held, fresh, attachments))
+            return [next(stored) if mid is None else mid for mid in ids]
 
     def ingest(
         self,
@@ -629,6 +637,14 @@ class PgStore:
         )
         return [int(r[0]) for r in rows]
 
+    def times(self, conversation_id: str, *, after_seq: int = 0) -> dict[str, float]:
+        """When each message after ``after_seq`` was appended (unix seconds), by message id."""
+        rows = self._read(
+            "SELECT id, at FROM messages WHERE conversation_id=%s AND seq>%s AND at IS NOT NULL",
+            (conversation_id, after_seq),
+        )
+        return {str(mid): float(at) for mid, at in rows}
+
     def chars_after(self, conversation_id: str, seq: int) -> int:
         rows = self._read(
             "SELECT COALESCE(SUM(chars), 0) FROM messages WHERE conversation_id=%s AND seq>%s",
@@ -750,6 +766,47 @@ class PgStore:
     def activations(self, directory: str) -> PgActivations:
         """In the database, shared by every worker (``directory`` is not used)."""
         return PgActivations(self)
+
+
+def _unstored(
+    db: Conn, conversation_id: str, messages: list[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[str | None]]:
+    """The messages to insert, and per message its id when it is already stored (or earlier
+    in the batch) with the same bytes, else None (`Store.append`'s rule, under the row lock).
+
+    Raises:
+        InvalidArgumentError: an id already stored, or earlier in the batch, with other bytes.
+    """
+    given = [m["id"] for m in messages if "id" in m]
+    bodies: dict[str, str] = {}
+    if given:
+        bodies = {
+            str(i): str(b)
+            for i, b in db.execute(
+                "SELECT id, body FROM messages WHERE conversation_id=%s AND id = ANY(%s)",
+                (conversation_id, given),
+            ).fetchall()
+        }
+    fresh: list[Mapping[str, Any]] = []
+    ids: list[str | None] = []
+    for message in messages:
+        mid = message.get("id")
+        if mid is not None:
+            body = encode_message(message)
+            if mid in bodies:
+                if bodies[mid] != body:
+                    raise InvalidArgumentError(
+                        f"message id {mid!r} already exists in conversation "
+                        f"{conversation_id!r} with different content; ids are never reused "
+                        "(appending the same message again is a no-op): give this message "
+                        "another id, or none to have one assigned"
+                    )
+                ids.append(mid)
+                continue
+            bodies[mid] = body
+        fresh.append(message)
+        ids.append(None)
+    return fresh, ids
 
 
 class PgActivations:

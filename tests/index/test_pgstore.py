@@ -218,3 +218,19 @@ def test_attachments_are_stored_once_by_sha256_and_reach_another_workers_home(
         (blobs,) = conn.execute("SELECT count(*) FROM blobs").fetchone() or (0,)
         (rows,) = conn.execute("SELECT count(*) FROM attachments").fetchone() or (0,)
     assert (blobs, rows) == (1, 2)
+
+
+def test_appending_a_stored_message_again_is_a_no_op_and_other_bytes_are_refused(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # What a worker does after a call cut off at its commit: append the same message again.
+    message = {"role": "user", "content": "once", "id": "mine"}
+    with Workspace(tmp_path, store=pg_url) as ws:
+        assert ws.append("c", message) == "mine"
+        assert ws.append("c", message) == "mine"
+        assert ws.extend("c", [message, {"role": "user", "content": "next"}]) == ["mine", "m2"]
+        with pytest.raises(
+            InvalidArgumentError, match="'mine' already exists .* different content"
+        ):
+            ws.append("c", {**message, "content": "other"})
+        assert [m["content"] for m in ws.messages("c")] == ["once", "next"]
