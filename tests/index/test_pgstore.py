@@ -234,3 +234,41 @@ def test_appending_a_stored_message_again_is_a_no_op_and_other_bytes_are_refused
         ):
             ws.append("c", {**message, "content": "other"})
         assert [m["content"] for m in ws.messages("c")] == ["once", "next"]
+
+
+def test_the_command_line_takes_the_store_from_its_flag_or_the_environment(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from leanreplay.index.faces.cli import cli
+
+    with Workspace(tmp_path / "writer", store=pg_url) as ws:
+        ws.append("fleet-conv", {"role": "user", "content": "the zeppelin has landed"})
+    runner = CliRunner()
+    flag = runner.invoke(cli, ["--home", str(tmp_path / "a"), "--store", pg_url, "conversations"])
+    assert flag.exit_code == 0, flag.output
+    assert "fleet-conv" in flag.output
+    monkeypatch.setenv("LEANREPLAY_STORE", pg_url)
+    env = runner.invoke(cli, ["--home", str(tmp_path / "b"), "search", "zeppelin", "--json"])
+    assert env.exit_code == 0, env.output
+    assert json.loads(env.output)["hits"][0]["conversation_id"] == "fleet-conv"
+    monkeypatch.setenv("LEANREPLAY_STORE", "postgresql://postgres@127.0.0.1:1/test")
+    down = runner.invoke(cli, ["--home", str(tmp_path / "c"), "conversations"])
+    assert down.exit_code == 1
+    (line,) = down.output.strip().splitlines()
+    assert line.startswith("Error: store postgresql://postgres@127.0.0.1:1/test: unreachable")
+
+
+def test_without_a_server_the_postgresql_tests_skip_but_fail_under_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tests.pgstore as pgstore
+
+    monkeypatch.setattr(pgstore, "SERVER", "postgresql://postgres@127.0.0.1:1/test")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true but PostgreSQL is not reachable"):
+        pgstore.require_server()
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="needs PostgreSQL"):
+        pgstore.require_server()
