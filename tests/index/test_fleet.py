@@ -238,12 +238,18 @@ def test_workers_whose_connections_are_cut_mid_run_recover_and_lose_nothing(
 
 
 FOLDER = """
-import sys, time
+import os, sys, time
 from leanreplay.index import Workspace
 from leanreplay.placeholders import FoldPolicy
+done = os.path.join(sys.argv[4], "done-")
 
 def slow(previous, messages, *, max_chars):
-    time.sleep(1.5)  # both workers are inside their fold at once
+    # Holding the fold: wait until the other worker has tried its own (or 20 s pass).
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(
+        os.path.exists(done + t) for t in ("f0", "f1") if t != sys.argv[3]
+    ):
+        time.sleep(0.02)
     return f"summary by {sys.argv[3]} of {len(messages)} messages"
 
 ws = Workspace(sys.argv[1], store=sys.argv[2], auto_fold=False,
@@ -251,6 +257,7 @@ ws = Workspace(sys.argv[1], store=sys.argv[2], auto_fold=False,
 print("ready", flush=True)
 sys.stdin.readline()
 result = ws.fold("long", summarizer=slow)
+open(done + sys.argv[3], "w").close()
 print(int(result.folded), result.reason, flush=True)
 ws.close()
 """
@@ -263,7 +270,7 @@ def test_two_workers_folding_one_conversation_at_once_write_one_fold(
         for i in range(12):
             role = "user" if i % 2 == 0 else "assistant"
             ws.append("long", {"role": role, "content": f"turn {i} " + "words " * 20})
-    procs = [_spawn(FOLDER, str(tmp_path / t), pg_url, t) for t in ("f0", "f1")]
+    procs = [_spawn(FOLDER, str(tmp_path / t), pg_url, t, str(tmp_path)) for t in ("f0", "f1")]
     try:
         for proc in procs:
             assert proc.stdout is not None
