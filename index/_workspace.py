@@ -152,7 +152,7 @@ class Workspace:
         self.notices = root_notices(self._roots)  # for the operator: the CLI prints them
         self.allowed = frozenset(conversations) if conversations is not None else None
         self._store = open_store(self.home, store)
-        self.store_url = store or None  # None: the SQLite store in the home
+        self.store_url = store or None  # the shared store's URL; None: the home's SQLite
         self._life = Conversations(
             self._store,
             self.home,

@@ -100,4 +100,11 @@ def test_the_store_is_behind_the_workspace(tmp_path: Path) -> None:
     with index.Workspace(tmp_path) as ws:
         assert not hasattr(ws, "store")
         public = {n for n in vars(ws) if not n.startswith("_")}
-        assert public == {"home", "attachments_dir", "members_dir", "notices", "allowed"}
+        assert public == {
+            "home",
+            "attachments_dir",
+            "members_dir",
+            "notices",
+            "allowed",
+            "store_url",  # the URL of a shared store (None: the home's), not the store
+        }

@@ -169,7 +169,7 @@ def _seqs(url: str) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
-COUNT = 30
+COUNT = 20
 
 
 def test_a_worker_killed_mid_appends_loses_nothing_acknowledged(
@@ -179,7 +179,7 @@ def test_a_worker_killed_mid_appends_loses_nothing_acknowledged(
     procs = {t: _spawn(WRITER, str(tmp_path / t), pg_url, t, str(COUNT)) for t in tags}
     acked = {}
     try:
-        acked["w0"] = _acknowledged(procs["w0"], 8)
+        acked["w0"] = _acknowledged(procs["w0"], 6)
         os.kill(procs["w0"].pid, signal.SIGKILL)  # in the middle of its appends
         for t in tags[1:]:
             acked[t] = _acknowledged(procs[t], COUNT - 1)
@@ -190,7 +190,7 @@ def test_a_worker_killed_mid_appends_loses_nothing_acknowledged(
             assert proc.stdin is not None
             proc.stdout.close()
             proc.stdin.close()
-    assert acked["w0"] >= 8
+    assert acked["w0"] >= 6
     assert [acked[t] for t in tags[1:]] == [COUNT - 1] * 3
     assert [procs[t].returncode for t in tags[1:]] == [0, 0, 0]
     _check(pg_url, acked)
@@ -217,9 +217,9 @@ def test_workers_whose_connections_are_cut_mid_run_recover_and_lose_nothing(
     acked = {}
     cut = 0
     try:
-        _acknowledged(procs["r0"], 5)
+        _acknowledged(procs["r0"], 3)
         cut += _terminate_workers(url, app)  # as a restart of the server does
-        _acknowledged(procs["r0"], 15)
+        _acknowledged(procs["r0"], 10)
         cut += _terminate_workers(url, app)
         for t in tags:
             acked[t] = _acknowledged(procs[t], COUNT - 1)

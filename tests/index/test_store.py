@@ -177,7 +177,7 @@ def test_every_placeholder_round_trips_through_conversation_read(
 
 
 @settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(messages=conversations())
 def test_every_placeholder_round_trips_on_postgresql(
