@@ -40,6 +40,9 @@ def test_card_error_is_one_line_and_exit_nonzero(tmp_path: Path) -> None:
 def test_demo_shows_cards_of_every_sample() -> None:
     result = CliRunner().invoke(cli, ["demo"])
     assert result.exit_code == 0, result.output
+    # Its own line breaks are not escaped as controls (every CLI line is made terminal-safe).
+    assert "\\u000a" not in result.output
+    assert "\n\n== 2. ingest" in result.output
     for name in json.loads((SAMPLES / "manifest.json").read_text())["files"]:
         assert f'name="{name}"' in result.output
     assert "1 placeholder(s)" in result.output

@@ -40,7 +40,8 @@ def run_demo() -> None:
         echo(line)
         total += path.stat().st_size
         card_chars += len(line)
-    echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards\n")
+    echo(f"-- {total:,} bytes of attachments became {card_chars:,} chars of cards")
+    echo("")  # a blank line between the steps
 
     with (
         tempfile.TemporaryDirectory(prefix="leanreplay-demo-") as home,
@@ -66,7 +67,8 @@ def run_demo() -> None:
         )
         if placeholder is None:
             raise click.ClickException("the demo conversation produced no placeholder")
-        echo(f"the model sees instead: {placeholder}\n")
+        echo(f"the model sees instead: {placeholder}")
+        echo("")  # a blank line between the steps
         arguments = parse_read_call(placeholder)
         if arguments is None:
             raise click.ClickException(f"the placeholder names no call: {placeholder}")
@@ -77,7 +79,8 @@ def run_demo() -> None:
         (slot,) = result_slots(original)
         same = read["content"] == slot.content and read["next"] is None
         size = slot.chars()
-        echo(f"conversation_read returned {size:,} chars, byte-exact: {same}\n")
+        echo(f"conversation_read returned {size:,} chars, byte-exact: {same}")
+        echo("")  # a blank line between the steps
 
         echo("== 4. ingest conversation_with_pdf.jsonl: an inline PDF becomes its card ==")
         (attached,) = ws.ingest(samples / "conversation_with_pdf.jsonl")
@@ -94,7 +97,8 @@ def run_demo() -> None:
             raise click.ClickException(f"the attachment card names no path: {card_text}")
         saved = json.loads(found.group(1))
         hit = ws.pdf_search(saved, "marker00007")["hits"][0]
-        echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...\n")
+        echo(f"pdf_search on it: page {hit['page']}: {hit['snippet'][:90]}...")
+        echo("")  # a blank line between the steps
 
         echo("== 5. a long conversation folds as it grows (offline summarizer) ==")
         peak = grown = 0
