@@ -18,6 +18,7 @@ from ._card import (
 )
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
 from ._pdf import PdfFacts, decode_text_string, probe_pdf
+from ._pdfsimple import SimplePdfText, open_simple_text
 from ._table import SheetExtent, xlsx_extent
 from ._zipdir import ZipEntry, count_zip_entries, inflate_member, walk_zip
 
@@ -30,6 +31,7 @@ __all__ = [
     "NotARegularFileError",
     "PdfFacts",
     "SheetExtent",
+    "SimplePdfText",
     "TOOLS_BY_KIND",
     "ZipEntry",
     "card_for",
@@ -38,6 +40,7 @@ __all__ = [
     "decode_text_string",
     "human_size",
     "inflate_member",
+    "open_simple_text",
     "pdf_facts",
     "probe_pdf",
     "quote",

@@ -120,6 +120,21 @@ _ESCAPES = {
     ord(")"): b")",
     ord("\\"): b"\\",
 }
+_DELIM = rb"[ \t\n\r\f\x00()<>\[\]{}/%]"
+_WS = rb"[ \t\n\r\f\x00]"
+# The common tokens in one match (the parser's hot path): a name without escapes, a
+# reference, a number, or the start of a dictionary or array. Anything else, and any token
+# too close to the window's end to be sure of, takes the careful path.
+_FAST = re.compile(
+    rb"(?:" + _WS + rb"++|%[^\r\n]*+)*+"
+    rb"(?:/([^ \t\n\r\f\x00()<>\[\]{}/%#]*+)(?!#)"
+    rb"|(\d++)" + _WS + rb"++(\d++)" + _WS + rb"++R(?!" + _DELIM.replace(b"[", b"[^", 1) + rb")"
+    rb"|([+-]?(?:\d++(?:\.\d*+)?|\.\d++))(?![0-9.])"
+    rb"|(<<)|(\[))"
+)
+_KEY = re.compile(
+    rb"(?:" + _WS + rb"++|%[^\r\n]*+)*+(?:(>>)|/([^ \t\n\r\f\x00()<>\[\]{}/%#]*+)(?!#))"
+)
 # A reference like "12 0 R" needs this many bytes after the first number to be told apart
 # from a plain integer; closer to the window's end we ask for more bytes.
 _REF_LOOKAHEAD = 24
@@ -150,6 +165,28 @@ class Parser:
     def parse(self, depth: int = 0) -> PdfObject:
         if depth > MAX_DEPTH:
             raise Broken(f"objects nested deeper than {MAX_DEPTH} levels")
+        fast = _FAST.match(self.buf, self.pos)
+        if fast is not None and (self.at_eof or len(self.buf) - fast.end() >= _REF_LOOKAHEAD):
+            kind = fast.lastindex
+            if kind == 1:
+                self.pos = fast.end()
+                return Name(fast.group(1).decode("latin-1"))
+            if kind == 3:
+                self.pos = fast.end()
+                return Ref(int(fast.group(2)), int(fast.group(3)))
+            if kind == 4:
+                text = fast.group(4)
+                if text[0] not in b"+-" and _REF_TAIL.match(self.buf, fast.end()):
+                    pass  # "12 0 R" split oddly: the careful path decides
+                else:
+                    self.pos = fast.end()
+                    return float(text) if b"." in text else int(text)
+            elif kind == 5:
+                self.pos = fast.start(5)
+                return self._dict(depth)
+            elif kind == 6:
+                self.pos = fast.start(6)
+                return self._array(depth)
         self.skip_space()
         buf, pos = self.buf, self.pos
         if pos >= len(buf):
@@ -303,7 +340,15 @@ class Parser:
     def _dict(self, depth: int) -> dict[str, PdfObject]:
         self.pos += 2
         entries: dict[str, PdfObject] = {}
+        buf = self.buf
         while True:
+            fast = _KEY.match(buf, self.pos)
+            if fast is not None and (self.at_eof or len(buf) - fast.end() >= _REF_LOOKAHEAD):
+                self.pos = fast.end()
+                if fast.lastindex == 1:
+                    return entries
+                entries[Name(fast.group(2).decode("latin-1"))] = self.parse(depth + 1)
+                continue
             self.skip_space()
             if self.pos >= len(self.buf):
                 raise self._short("a dictionary")

@@ -1,4 +1,10 @@
-"""Page text of PDFs on every core: pypdfium2 (a dependency), else pypdf.
+"""Page text of PDFs: simple pages without PDFium, the rest on every core with pypdfium2 (a
+dependency), else pypdf.
+
+Pages simple enough to be read word for word as PDFium reads them (`cards.open_simple_text`:
+plain fonts, one string per line) are read in this process, in a fraction of PDFium's time;
+a page it declines is read by PDFium here, and a document it mostly declines goes to the
+workers from there on.
 
 This process and worker processes take chunks of pages in page order (this process starts at
 once, so a worker's start-up overlaps useful work), and the texts are handed on in order as
@@ -21,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
-from leanreplay.cards import decode_text_string
+from leanreplay.cards import decode_text_string, open_simple_text
 
 from . import _pdfworker
 from ._pdfworker import (
@@ -30,6 +36,7 @@ from ._pdfworker import (
     PAGE_CUT_NOTE,
     Identity,
     PasswordRequired,
+    _clean,
     _open_checked,
     extract_range,
     page_count,
@@ -54,6 +61,8 @@ __all__ = [
 CHUNK_PAGES = 64  # most pages per chunk
 FIRST_CHUNK_PAGES = 8  # until a chunk has been timed
 CHUNK_SECONDS = 0.25  # chunk sizes follow the measured time per page
+SIMPLE_CHUNK_PAGES = 64  # pages the simple reader hands on at a time
+SIMPLE_MIN_SHARE = 0.75  # below this share of simple pages, the workers take over
 ProgressCallback = Callable[[int, int, str], None]
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_pdfworker.py")
 
@@ -157,6 +166,10 @@ def extract_stream(
             worker.wait()
             worker.stdout.close()
 
+    if _pdfworker.backend() == "pypdfium2":
+        first = next_start = cursor = _extract_simple(path, identity, pages, sink, first, stop)
+        if progress is not None and first:
+            progress(first, pages, f"extracted {first} of {pages} pages")
     count = (os.cpu_count() or 1) - 1 if workers is None else workers
     feeders = []
     if pages - first > 2 * CHUNK_PAGES:
@@ -173,6 +186,40 @@ def extract_stream(
     while (span := take()) is not None:  # handed back by a worker that failed
         local(span)
     return next_start
+
+
+def _extract_simple(
+    path: str,
+    identity: Identity,
+    pages: int,
+    sink: Callable[[int, list[str]], None],
+    first: int,
+    stop: Callable[[], bool] | None,
+) -> int:
+    """Pages ``first``.. through the simple reader, to the sink in order; where it stopped
+    (the end, a stop, or a document whose pages are mostly not simple)."""
+    with _open_checked(path, identity) as f:
+        reader = open_simple_text(f.fileno(), os.fstat(f.fileno()).st_size)
+        if reader is None or len(reader) != pages:
+            return first
+        cursor = first
+        simple = 0
+        while cursor < pages and not (stop is not None and stop()):
+            # A small first chunk: a document of pages it declines goes to the workers soon.
+            end = min(cursor + (SIMPLE_CHUNK_PAGES if cursor > first else FIRST_CHUNK_PAGES), pages)
+            texts = []
+            for i in range(cursor, end):
+                text = reader.text(i)
+                if text is None:  # declined: PDFium reads it, in this process
+                    texts.extend(extract_range(path, identity, i, i + 1))
+                else:
+                    simple += 1
+                    texts.append(_clean(text))
+            sink(cursor, texts)
+            cursor = end
+            if simple < SIMPLE_MIN_SHARE * (cursor - first):
+                break
+        return cursor
 
 
 def extract_pages(

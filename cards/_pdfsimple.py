@@ -1,0 +1,417 @@
+"""Page text of simple PDF pages without PDFium: inflate the content stream, pull the strings
+out, decode them with a font encoding it can prove.
+
+It answers only for pages it can read exactly as PDFium does, word for word: strings in
+simple fonts with a plain encoding (the standard Latin fonts' built-in StandardEncoding, or
+WinAnsiEncoding without /Differences), no ToUnicode map, each shown string on a line of its
+own below the previous one, unrotated, unskewed. Anything else (Type 3 and composite fonts,
+ToUnicode maps, form XObjects, marked content with properties, inline images, character
+spacing, several strings on one line, an operator it does not know) declines the page: the
+caller reads that page with PDFium. A test checks its words against PDFium's, page by page,
+on generated and sample PDFs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
+
+from ._pdfdoc import PdfDocument
+from ._pdffile import MAX_TREE_NODES
+from ._pdfobj import Broken, Name, PdfObject, Ref, Stream, as_list, is_int
+
+__all__ = ["MAX_CONTENT_BYTES", "SimplePdfText", "open_simple_text"]
+
+MAX_CONTENT_BYTES = 4 * 1024 * 1024  # inflated content of one page; more declines the page
+MIN_FONT_SIZE = 6.0  # PDFium's line test needs glyph boxes over 5 units high
+
+# A content-stream token: a literal string without unescaped parentheses, a hex string, a
+# number, a name, an operator or bracket; comments and white space before it are skipped.
+# A comment is group 6 (skipped); anything else (a nested parenthesis, a stray byte) is group 7
+# and declines the page. Possessive quantifiers: no match is ever retried from its middle.
+_TOKEN = re.compile(
+    rb"[ \t\r\n\f\x00]*+"
+    rb"(?:(\((?:[^()\\]++|\\.)*+\))"
+    rb"|(<[0-9A-Fa-f \t\r\n\f\x00]*>)"
+    rb"|([+-]?(?:\d+\.?\d*|\.\d+))"
+    rb"|(/[^ \t\r\n\f\x00()<>\[\]{}/%]*)"
+    rb"|([A-Za-z'\"*]+[01]?|\[|\])"
+    rb"|(%[^\r\n]*+)|(.)|\Z)",
+    re.S,
+)
+_ESCAPE = re.compile(rb"\\([0-7]{1,3}|.)", re.S)
+_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f"}
+
+# Operators that draw no text and change nothing the text test depends on.
+_INERT = frozenset(
+    b"g G rg RG k K cs CS sc SC scn SCN w J j M d ri i "
+    b"m l c v y h re S s f F f* B B* b b* n W W* BMC EMC MP sh Tw".split()
+)
+
+# StandardEncoding (the built-in encoding of the standard Latin fonts) agrees with ASCII on
+# printable bytes except two quotes; other bytes decline.
+_STANDARD = {i: chr(i) for i in range(0x20, 0x7F)} | {0x27: "\u2019", 0x60: "\u2018"}
+# WinAnsiEncoding is cp1252 on every byte it defines.
+_WINANSI = {
+    i: bytes([i]).decode("cp1252")
+    for i in [*range(0x20, 0x7F), *range(0x80, 0x100)]
+    if i not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+}
+_STANDARD_FONTS = re.compile(r"(Helvetica|Times|Courier)(-[A-Za-z]+)?")
+_SYMBOLIC = 4  # FontDescriptor /Flags bit 3
+
+Decoder = Callable[[bytes], "str | None"]
+
+
+def _decoder(table: dict[int, str], codec: str) -> Decoder:
+    allowed = re.compile(  # and the newline that joins lines
+        b"[\n" + b"".join(re.escape(bytes([k])) for k in sorted(table)) + b"]*+", re.S
+    )
+    changed = {k: v for k, v in table.items() if bytes([k]).decode(codec) != v}
+    special = re.compile(b"|".join(re.escape(bytes([k])) for k in changed) or b"(?!)")
+
+    def decode(raw: bytes) -> str | None:
+        if allowed.fullmatch(raw) is None:
+            return None
+        text = raw.decode(codec)
+        return text.translate(changed) if changed and special.search(raw) else text
+
+    return decode
+
+
+_DECODE_STANDARD = _decoder(_STANDARD, "latin-1")
+_DECODE_WINANSI = _decoder(_WINANSI, "cp1252")
+
+
+class _Decline(Exception):
+    """This page is not simple enough to be read without PDFium."""
+
+
+class SimplePdfText:
+    """The pages of one PDF in order; `text(i)` is page i's text, or None when it declines."""
+
+    def __init__(self, doc: PdfDocument, pages: list[tuple[Ref | None, dict[str, PdfObject]]]):
+        self._doc = doc
+        self._pages = pages
+        self._fonts: dict[Ref, Decoder | None] = {}
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    def text(self, i: int) -> str | None:
+        """Page ``i``'s text (0-based), lines joined by newlines, or None: read it with PDFium."""
+        _, page = self._pages[i]
+        try:
+            return self._page_text(page)
+        except (_Decline, Broken, RecursionError, ValueError, OverflowError, IndexError):
+            return None
+        finally:
+            # Page objects are read once; the document's cache would otherwise hold them all.
+            if len(self._doc._cache) > 4096:
+                self._doc._cache.clear()
+
+    def _page_text(self, page: dict[str, PdfObject]) -> str:
+        resolve = self._doc.resolve
+        if page.get("Rotate", 0) not in (0, None):
+            raise _Decline
+        resources = resolve(page.get("Resources"))
+        if not isinstance(resources, dict):
+            raise _Decline
+        fonts = resolve(resources.get("Font"))
+        xobjects = resolve(resources.get("XObject"))
+        contents = resolve(page.get("Contents"))
+        parts = as_list(contents) if not isinstance(contents, Stream) else [contents]
+        if parts is None:
+            raise _Decline
+        data = b""
+        for part in parts:
+            stream = resolve(part)
+            if not isinstance(stream, Stream):
+                raise _Decline
+            if stream.dict.get("DecodeParms") is not None:
+                raise _Decline
+            if resolve(stream.dict.get("Filter")) not in (None, "FlateDecode"):
+                raise _Decline
+            data += self._doc._source(stream).ensure(MAX_CONTENT_BYTES + 1) + b"\n"
+            if len(data) > MAX_CONTENT_BYTES:
+                raise _Decline
+        return self._interpret(data, fonts if isinstance(fonts, dict) else {}, xobjects)
+
+    def _font(self, fonts: dict[str, PdfObject], name: object) -> Decoder:
+        ref = fonts.get(name) if isinstance(name, str) else None
+        if isinstance(ref, Ref):
+            if ref not in self._fonts:
+                self._fonts[ref] = self._font_decoder(self._doc.resolve(ref))
+            found = self._fonts[ref]
+        else:  # a direct dictionary: nothing to key it by
+            found = self._font_decoder(ref)
+        if found is None:
+            raise _Decline
+        return found
+
+    def _font_decoder(self, font: PdfObject) -> Decoder | None:
+        resolve = self._doc.resolve
+        if not isinstance(font, dict) or "ToUnicode" in font:
+            return None
+        subtype = font.get("Subtype")
+        encoding = resolve(font.get("Encoding"))
+        if isinstance(encoding, dict):
+            if "Differences" in encoding:
+                return None
+            encoding = resolve(encoding.get("BaseEncoding"))
+        descriptor = resolve(font.get("FontDescriptor"))
+        flags = resolve(descriptor.get("Flags")) if isinstance(descriptor, dict) else 0
+        if not is_int(flags) or flags & _SYMBOLIC:
+            return None
+        base = font.get("BaseFont")
+        standard = (
+            isinstance(base, Name)
+            and _STANDARD_FONTS.fullmatch(base) is not None
+            and descriptor is None
+        )
+        if subtype == "Type1" and encoding is None and standard:
+            return _DECODE_STANDARD
+        if subtype in ("Type1", "TrueType") and encoding == "WinAnsiEncoding":
+            return _DECODE_WINANSI
+        return None
+
+    def _interpret(self, data: bytes, fonts: dict[str, PdfObject], xobjects: PdfObject) -> str:
+        shown: list[tuple[Decoder, bytes]] = []
+        args: list[object] = []
+        arrays: list[list[object]] = []
+        ctm = (1.0, 1.0, 0.0, 0.0)  # x scale, y scale, x shift, y shift (no rotation, no skew)
+        saved: list[tuple[float, float, float, float]] = []
+        tm = tlm = (1.0, 1.0, 0.0, 0.0)
+        in_text = False
+        decode: Decoder | None = None
+        size = 0.0
+        leading = 0.0
+        prev_y: float | None = None
+        prev_height = 0.0
+
+        def number(value: object) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _Decline
+            return float(value)
+
+        def numbers(n: int) -> list[float]:
+            if len(args) != n:
+                raise _Decline
+            return [number(a) for a in args]
+
+        def move(tx: float, ty: float) -> None:
+            nonlocal tm, tlm
+            a, d, e, f = tlm
+            tlm = tm = (a, d, e + tx * a, f + ty * d)
+
+        def show(raw: object) -> None:
+            nonlocal prev_y, prev_height
+            if not in_text or decode is None or not isinstance(raw, bytes):
+                raise _Decline
+            if not raw:
+                return
+            if b"\n" in raw:
+                raise _Decline  # a control character (and the joiner below)
+            y = ctm[1] * tm[3] + ctm[3]
+            height = size * tm[1] * ctm[1]
+            if height < MIN_FONT_SIZE:
+                raise _Decline
+            # Each string on a line of its own, at least a line's height below the last one:
+            # PDFium then breaks the line between them, as this does.
+            if prev_y is not None and prev_y - y < max(height, prev_height):
+                raise _Decline
+            prev_y, prev_height = y, height
+            shown.append((decode, raw))
+
+        for string, hexa, num, name, op, _, bad in _TOKEN.findall(data):
+            if string:
+                args.append(_literal(string))
+                continue
+            if num:
+                args.append(float(num) if b"." in num else int(num))
+                continue
+            if name:
+                args.append(Name(name[1:].decode("latin-1")))
+                continue
+            if hexa:
+                digits = re.sub(rb"[^0-9A-Fa-f]", b"", hexa)
+                args.append(bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode()))
+                continue
+            if bad:
+                raise _Decline
+            if not op:
+                continue  # the end
+            if op == b"[":
+                arrays.append(args)
+                args = []
+                continue
+            if op == b"]":
+                if not arrays:
+                    raise _Decline
+                items, args = args, arrays.pop()
+                args.append(items)
+                continue
+            if arrays:
+                raise _Decline  # an operator inside an array
+            if op in (b"Tj", b"'"):
+                if len(args) != 1:
+                    raise _Decline
+                if op == b"'":
+                    move(0.0, -leading)
+                show(args[0])
+            elif op == b"TJ":
+                if len(args) != 1 or not isinstance(args[0], list):
+                    raise _Decline
+                parts = []
+                for item in args[0]:
+                    if isinstance(item, bytes):
+                        parts.append(item)
+                    elif abs(number(item)) > 50:  # a gap PDFium may read as a space
+                        raise _Decline
+                show(b"".join(parts))
+            elif op == b"Td":
+                tx, ty = numbers(2)
+                move(tx, ty)
+            elif op == b"TD":
+                tx, ty = numbers(2)
+                leading = -ty
+                move(tx, ty)
+            elif op == b"T*":
+                numbers(0)
+                move(0.0, -leading)
+            elif op == b"Tf":
+                if len(args) != 2:
+                    raise _Decline
+                decode = self._font(fonts, args[0])
+                size = number(args[1])
+            elif op == b"TL":
+                (leading,) = numbers(1)
+            elif op == b"Tm":
+                a, b, c, d, e, f = numbers(6)
+                if b or c or a <= 0 or d <= 0:
+                    raise _Decline
+                tm = tlm = (a, d, e, f)
+            elif op == b"BT":
+                if in_text:
+                    raise _Decline
+                in_text = True
+                tm = tlm = (1.0, 1.0, 0.0, 0.0)
+            elif op == b"ET":
+                if not in_text:
+                    raise _Decline
+                in_text = False
+            elif op == b'"':
+                if len(args) != 3:
+                    raise _Decline
+                if number(args[1]) != 0:
+                    raise _Decline  # character spacing
+                move(0.0, -leading)
+                show(args[2])
+            elif op in (b"Tc", b"Ts", b"Tr"):
+                if numbers(1) != [0.0]:
+                    raise _Decline
+            elif op == b"Tz":
+                if numbers(1) != [100.0]:
+                    raise _Decline
+            elif op == b"q":
+                if in_text or len(saved) > 64:
+                    raise _Decline
+                saved.append(ctm)
+            elif op == b"Q":
+                if in_text or not saved:
+                    raise _Decline
+                ctm = saved.pop()
+            elif op == b"cm":
+                a, b, c, d, e, f = numbers(6)
+                if in_text or b or c or a <= 0 or d <= 0:
+                    raise _Decline
+                sx, sy, ex, ey = ctm
+                ctm = (a * sx, d * sy, e * sx + ex, f * sy + ey)
+            elif op == b"Do":
+                if len(args) != 1 or not self._is_image(xobjects, args[0]):
+                    raise _Decline
+            elif op not in _INERT:
+                raise _Decline
+            args = []
+        if in_text or arrays:
+            raise _Decline
+        lines = []
+        for decoder, group in groupby(shown, key=itemgetter(0)):  # a font's lines at once
+            text = decoder(b"\n".join(raw for _, raw in group))
+            if text is None:
+                raise _Decline
+            lines.append(text)
+        return "\n".join(lines)
+
+    def _is_image(self, xobjects: PdfObject, name: object) -> bool:
+        if not isinstance(xobjects, dict) or not isinstance(name, str):
+            return False
+        xobject = self._doc.resolve(xobjects.get(name))
+        return isinstance(xobject, Stream) and xobject.dict.get("Subtype") == "Image"
+
+
+def _literal(token: bytes) -> bytes:
+    body = token[1:-1]
+    if b"\\" not in body:
+        return body
+    return _ESCAPE.sub(_unescape, body)
+
+
+def _unescape(m: re.Match[bytes]) -> bytes:
+    c = m.group(1)
+    if c[0] in b"01234567":
+        return bytes([int(c, 8) & 0xFF])
+    if c in (b"\n", b"\r"):
+        return b""  # a line continuation
+    return _ESCAPES.get(c, c)
+
+
+def open_simple_text(fd: int, size: int) -> SimplePdfText | None:
+    """The simple-text reader of the PDF open on ``fd``, or None when its structure is not
+    simple (encrypted, a broken cross-reference, an unreadable page tree): read it with PDFium.
+    """
+    try:
+        doc = PdfDocument.from_xref(fd, size)
+        if "Encrypt" in doc.trailer:
+            return None
+        root = doc.resolve(doc.trailer.get("Root"))
+        if not isinstance(root, dict):
+            return None
+        pages = _pages(doc, root.get("Pages"))
+    except (Broken, RecursionError, ValueError, OverflowError):
+        return None
+    return None if pages is None else SimplePdfText(doc, pages)
+
+
+_INHERITED = ("Resources", "Rotate")
+
+
+def _pages(
+    doc: PdfDocument, tree: PdfObject
+) -> list[tuple[Ref | None, dict[str, PdfObject]]] | None:
+    """The page dictionaries in order, with inherited /Resources and /Rotate filled in."""
+    out: list[tuple[Ref | None, dict[str, PdfObject]]] = []
+    seen: set[int] = set()
+    stack: list[tuple[PdfObject, dict[str, PdfObject]]] = [(tree, {})]
+    nodes = 0
+    while stack:
+        ref, inherited = stack.pop()
+        if isinstance(ref, Ref):
+            if ref.num in seen:
+                return None  # a cycle or a shared kid: not a simple tree
+            seen.add(ref.num)
+        node = doc.resolve(ref)
+        nodes += 1
+        if nodes > MAX_TREE_NODES or not isinstance(node, dict):
+            return None
+        here = {**inherited, **{k: node[k] for k in _INHERITED if k in node}}
+        if node.get("Type") == "Page":
+            out.append((ref if isinstance(ref, Ref) else None, {**node, **here}))
+            continue
+        kids = as_list(doc.resolve(node.get("Kids")))
+        if node.get("Type") != "Pages" or kids is None:
+            return None
+        stack.extend([(kid, here) for kid in reversed(kids)])
+    return out
