@@ -278,7 +278,8 @@ class PdfDocument:
         if len(header) < 2 * n:
             raise Broken(f"object stream {stream_num} header lists fewer than {n} objects")
         try:
-            pairs = [(int(header[2 * i]), int(header[2 * i + 1])) for i in range(n)]
+            numbers = list(map(int, header[: 2 * n]))
+            pairs = list(zip(numbers[::2], numbers[1::2], strict=True))
         except ValueError:
             raise Broken(f"object stream {stream_num} has a malformed header") from None
         self._streams[stream_num] = (source, pairs, first)
@@ -294,6 +295,10 @@ class PdfDocument:
                 raise Broken(f"object {num} is not in object stream {where.stream_num}")
         start = first + pairs[index][1]
         window = _WINDOW
+        if index + 1 < len(pairs) and pairs[index + 1][1] > pairs[index][1]:
+            # The header says where the next object starts: one window that holds this one
+            # (a long /Kids array is tens of KiB), not a parse retried in growing windows.
+            window = min(max(window, pairs[index + 1][1] - pairs[index][1] + 64), MAX_OBJECT_BYTES)
         while True:
             data = source.ensure(start + window)
             # Parse within the window only: the inflated stream may hold far more.
