@@ -18,6 +18,7 @@ import json
 import os
 import re
 import socket
+import stat
 import urllib.parse
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -256,15 +257,31 @@ class WorkspaceServer(MCPServer):
             )
             await writer[0].send(SessionMessage(error))
 
-        with os.fdopen(wire, "rb", buffering=0) as stdin:
-            lines = _CappedLines(stdin, MAX_STDIO_FRAME_BYTES, refuse)
-            async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
-                writer.append(write_stream)
-                await self._lowlevel_server.run(
+        # Pipes and sockets are waited on by the event loop, not read and written by a
+        # worker thread: a forwarded call crosses stdin and stdout once each, and each hand-off
+        # to a thread and back cost more than the gateway's own work for the call.
+        polled = _pollable(wire) and _pollable(1)
+        out: _PolledWriter | None = None
+        if polled:
+            out = _PolledWriter(os.dup(1))
+            os.dup2(2, 1)  # like the SDK: stray prints go to stderr, not into the wire
+        try:
+            with os.fdopen(wire, "rb", buffering=0) as stdin:
+                lines = _CappedLines(stdin, MAX_STDIO_FRAME_BYTES, refuse, polled=polled)
+                async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as (
                     read_stream,
                     write_stream,
-                    self._lowlevel_server.create_initialization_options(),
-                )
+                ):
+                    writer.append(write_stream)
+                    await self._lowlevel_server.run(
+                        read_stream,
+                        write_stream,
+                        self._lowlevel_server.create_initialization_options(),
+                    )
+        finally:
+            if out is not None:
+                os.dup2(out.fd, 1)
+                os.close(out.fd)
 
 
 MAX_STDIO_FRAME_BYTES = 32 * 1024 * 1024  # one JSON-RPC message from the client, at most
@@ -290,12 +307,59 @@ class _CappedLines:
     _PIECE = 1024 * 1024
 
     def __init__(
-        self, stream: Any, cap: int, refuse: Callable[[int, bytes], Awaitable[None]]
+        self,
+        stream: Any,
+        cap: int,
+        refuse: Callable[[int, bytes], Awaitable[None]],
+        *,
+        polled: bool = False,
     ) -> None:
-        self.stream, self.cap, self.refuse = stream, cap, refuse
+        self.stream, self.cap, self.refuse, self.polled = stream, cap, refuse, polled
 
     def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
+        return self._polled_lines() if self.polled else self._lines()
+
+    async def _polled_lines(self) -> AsyncIterator[str]:
+        """The same lines, read without blocking as the event loop says the pipe is ready."""
+        fd = self.stream.fileno()
+        os.set_blocking(fd, False)
+        pending = bytearray()
+        skipped: list[Any] | None = None  # [bytes so far, head] of a line over the cap
+        while True:
+            try:
+                chunk = os.read(fd, self._PIECE)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            if not chunk:  # the end; a last line may have no newline
+                if skipped is not None:
+                    await self.refuse(skipped[0], skipped[1])
+                elif pending:
+                    yield pending.decode("utf-8", "replace")
+                return
+            start = 0
+            while start < len(chunk):
+                end = chunk.find(b"\n", start)
+                whole = end >= 0
+                stop = end + 1 if whole else len(chunk)
+                if skipped is not None:
+                    skipped[0] += stop - start
+                else:
+                    pending += chunk[start:stop]
+                    if len(pending) - whole > self.cap:
+                        skipped = [len(pending), bytes(pending[:4096])]
+                        pending.clear()
+                start = stop
+                if not whole:
+                    break
+                if skipped is not None:
+                    size, head = skipped
+                    skipped = None
+                    await self.refuse(size, head)
+                else:
+                    line = pending.decode("utf-8", "replace")
+                    pending.clear()
+                    yield line
 
     async def _lines(self) -> AsyncIterator[str]:
         buffered = io.BufferedReader(self.stream, self._PIECE)
@@ -314,6 +378,34 @@ class _CappedLines:
                 await self.refuse(size, head)
                 continue
             yield line.decode("utf-8", "replace")
+
+
+def _pollable(fd: int) -> bool:
+    """A pipe or socket, which the event loop can wait on (a regular file it cannot)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _PolledWriter:
+    """stdout for the SDK's stdio transport: written without blocking as the pipe drains."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+
+    async def write(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            try:
+                data = data[os.write(self.fd, data) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+
+    async def flush(self) -> None:
+        await anyio.lowlevel.checkpoint()
 
 
 def _version() -> str:
