@@ -302,3 +302,37 @@ def test_an_xref_stream_shorter_than_its_rows_says_where_it_ends(tmp_path: Path)
     assert section.lookup(2) == 9
     with pytest.raises(Broken, match="xref stream at offset 9 ends before row 3"):
         section.lookup(3)
+
+
+@pytest.mark.parametrize("first_kind", [2, 0, 1], ids=["all-up", "none-then-up", "sub-then-up"])
+def test_a_long_xref_stream_reads_back_as_written(tmp_path: Path, first_kind: int) -> None:
+    # Past _NUMPY_ROWS the Up rows are summed by NumPy: every row, near and far, must still
+    # read back as written.
+    import random
+
+    from leanreplay.cards import _pdfxref
+
+    rng = random.Random(first_kind)
+    count = 3 * _pdfxref._NUMPY_ROWS
+    entries = [
+        (rng.choice([1, 2]), rng.randrange(256**4), rng.randrange(256**2)) for _ in range(count)
+    ]
+    rows = [bytes([k]) + a.to_bytes(4, "big") + b.to_bytes(2, "big") for k, a, b in entries]
+    kinds = [first_kind if i == 40 else 2 for i in range(count)]
+    data = zlib.compress(png_encode(rows, kinds))
+    body = (
+        b"%%PDF-1.7\n1 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Filter /FlateDecode "
+        b"/DecodeParms << /Predictor 12 /Columns 7 >> /Length %d >>\nstream\n"
+        % (count, len(data))
+        + data
+        + b"\nendstream\nendobj\n"
+    )
+    path = tmp_path / "long.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        section = _StreamSection.at(_File(fd, len(body)), body.index(b"1 0 obj"))
+        for num in [0, 39, 40, 41, 1500, count - 2, count - 1, *rng.sample(range(count), 40)]:
+            assert section.lookup(num) == _expected(entries[num], (1, 4, 2)), num
+    finally:
+        os.close(fd)
