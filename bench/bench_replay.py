@@ -37,14 +37,16 @@ SOURCES = {
 }
 
 
-def median_ms(fn: Callable[[], object], repeats: int = 15) -> float:
+def median_ms(fn: Callable[[], object], repeats: int = 15) -> tuple[float, float]:
+    """Median wall and CPU milliseconds of ``fn``."""
     fn()
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
+        cpu.append(time.process_time() - began)
+    return statistics.median(times) * 1000, statistics.median(cpu) * 1000
 
 
 def conversations_of(path: Path) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -92,7 +94,7 @@ def prefix_reuse(
 
 
 def main() -> None:
-    report: dict[str, Any] = {"sources": {}}
+    report: dict[str, Any] = {"sources": {}, "load_before": os.getloadavg()}
     largest: tuple[int, Path] | None = None
     for source, folder in SOURCES.items():
         files = sorted(
@@ -151,19 +153,22 @@ def main() -> None:
             for cid, messages in convs:
                 replay(messages, conversation_id=cid, policy=policy)
 
-        loads_ms = median_ms(lambda text=text: json.loads(text))
+        loads_ms, loads_cpu = median_ms(lambda text=text: json.loads(text))
         entry: dict[str, Any] = {
             "file": str(path.relative_to(TRANSCRIPTS)),
             "bytes": len(text.encode()),
             "messages": sum(len(m) for _, m in convs),
             "json_loads_ms": round(loads_ms, 3),
+            "json_loads_cpu_ms": round(loads_cpu, 3),
         }
         for policy in policies:
-            ms = median_ms(lambda policy=policy: replay_all(policy))
+            ms, cpu = median_ms(lambda policy=policy: replay_all(policy))
             entry[f"replay_ms[{policy.age_unit}]"] = round(ms, 3)
+            entry[f"replay_cpu_ms[{policy.age_unit}]"] = round(cpu, 3)
             entry[f"ratio_replay_over_json_loads[{policy.age_unit}]"] = round(ms / loads_ms, 3)
         speed[label] = entry
     report["speed"] = speed
+    report["load_after"] = os.getloadavg()
     print(json.dumps(report, indent=2))
 
 

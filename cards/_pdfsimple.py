@@ -14,7 +14,7 @@ on generated and sample PDFs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import groupby
 from operator import itemgetter
 
@@ -90,27 +90,41 @@ class _Decline(Exception):
 
 
 class SimplePdfText:
-    """The pages of one PDF in order; `text(i)` is page i's text, or None when it declines."""
+    """The pages of one PDF, read in order: `text(i)` is page i's text, or None when it
+    declines. The page tree is walked as the pages are asked for (a document of 100,000
+    pages it declines costs the first few, not a walk of all of them first)."""
 
-    def __init__(self, doc: PdfDocument, pages: list[tuple[Ref | None, dict[str, PdfObject]]]):
+    def __init__(self, doc: PdfDocument, count: int, walk: Iterator[dict[str, PdfObject]]):
         self._doc = doc
-        self._pages = pages
+        self.count = count  # the page tree's /Count
+        self._walk = walk
+        self._next = 0  # the index of the page the walk yields next
         self._fonts: dict[Ref, Decoder | None] = {}
 
-    def __len__(self) -> int:
-        return len(self._pages)
-
     def text(self, i: int) -> str | None:
-        """Page ``i``'s text (0-based), lines joined by newlines, or None: read it with PDFium."""
-        _, page = self._pages[i]
+        """Page ``i``'s text (0-based), lines joined by newlines, or None: read it with PDFium.
+
+        Pages are asked for in order (pages skipped are walked past, not read); a page
+        before one already asked for, or past the end of the tree, is None.
+        """
         try:
-            return self._page_text(page)
+            page = self._page(i)
+            return None if page is None else self._page_text(page)
         except (_Decline, Broken, RecursionError, ValueError, OverflowError, IndexError):
             return None
         finally:
             # Page objects are read once; the document's cache would otherwise hold them all.
             if len(self._doc._cache) > 4096:
                 self._doc._cache.clear()
+
+    def _page(self, i: int) -> dict[str, PdfObject] | None:
+        if i < self._next:
+            return None
+        while self._next < i:
+            next(self._walk, None)
+            self._next += 1
+        self._next += 1
+        return next(self._walk, None)
 
     def _page_text(self, page: dict[str, PdfObject]) -> str:
         resolve = self._doc.resolve
@@ -369,49 +383,52 @@ def _unescape(m: re.Match[bytes]) -> bytes:
 
 
 def open_simple_text(fd: int, size: int) -> SimplePdfText | None:
-    """The simple-text reader of the PDF open on ``fd``, or None when its structure is not
-    simple (encrypted, a broken cross-reference, an unreadable page tree): read it with PDFium.
+    """The simple-text reader of the PDF open on ``fd`` (which must stay open while it is
+    used), or None when its structure is not simple (encrypted, a broken cross-reference, no
+    page tree with a /Count): read it with PDFium.
     """
     try:
         doc = PdfDocument.from_xref(fd, size)
         if "Encrypt" in doc.trailer:
             return None
         root = doc.resolve(doc.trailer.get("Root"))
-        if not isinstance(root, dict):
-            return None
-        pages = _pages(doc, root.get("Pages"))
+        tree = root.get("Pages") if isinstance(root, dict) else None
+        node = doc.resolve(tree)
+        count = doc.resolve(node.get("Count")) if isinstance(node, dict) else None
     except (Broken, RecursionError, ValueError, OverflowError):
         return None
-    return None if pages is None else SimplePdfText(doc, pages)
+    if not is_int(count) or count < 0:
+        return None
+    return SimplePdfText(doc, count, _pages(doc, tree))
 
 
 _INHERITED = ("Resources", "Rotate")
 
 
-def _pages(
-    doc: PdfDocument, tree: PdfObject
-) -> list[tuple[Ref | None, dict[str, PdfObject]]] | None:
-    """The page dictionaries in order, with inherited /Resources and /Rotate filled in."""
-    out: list[tuple[Ref | None, dict[str, PdfObject]]] = []
+def _pages(doc: PdfDocument, tree: PdfObject) -> Iterator[dict[str, PdfObject]]:
+    """The page dictionaries in order, with inherited /Resources and /Rotate filled in; it
+    stops at anything that is not a plain tree (a cycle, a shared kid, a broken node)."""
     seen: set[int] = set()
     stack: list[tuple[PdfObject, dict[str, PdfObject]]] = [(tree, {})]
     nodes = 0
     while stack:
         ref, inherited = stack.pop()
-        if isinstance(ref, Ref):
-            if ref.num in seen:
-                return None  # a cycle or a shared kid: not a simple tree
-            seen.add(ref.num)
-        node = doc.resolve(ref)
-        nodes += 1
-        if nodes > MAX_TREE_NODES or not isinstance(node, dict):
-            return None
-        here = {**inherited, **{k: node[k] for k in _INHERITED if k in node}}
-        if node.get("Type") == "Page":
-            out.append((ref if isinstance(ref, Ref) else None, {**node, **here}))
-            continue
-        kids = as_list(doc.resolve(node.get("Kids")))
+        try:
+            if isinstance(ref, Ref):
+                if ref.num in seen:
+                    return
+                seen.add(ref.num)
+            node = doc.resolve(ref)
+            nodes += 1
+            if nodes > MAX_TREE_NODES or not isinstance(node, dict):
+                return
+            here = {**inherited, **{k: node[k] for k in _INHERITED if k in node}}
+            if node.get("Type") == "Page":
+                yield {**node, **here}
+                continue
+            kids = as_list(doc.resolve(node.get("Kids")))
+        except (Broken, RecursionError, ValueError, OverflowError):
+            return
         if node.get("Type") != "Pages" or kids is None:
-            return None
+            return
         stack.extend([(kid, here) for kid in reversed(kids)])
-    return out

@@ -200,7 +200,7 @@ def _extract_simple(
     (the end, a stop, or a document whose pages are mostly not simple)."""
     with _open_checked(path, identity) as f:
         reader = open_simple_text(f.fileno(), os.fstat(f.fileno()).st_size)
-        if reader is None or len(reader) != pages:
+        if reader is None or reader.count != pages:
             return first
         cursor = first
         simple = 0

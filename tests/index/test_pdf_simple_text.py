@@ -218,7 +218,7 @@ def _texts(path: str) -> list[str | None] | None:
     fd = os.open(path, os.O_RDONLY)
     try:  # the reader reads the descriptor as it goes
         reader = open_simple_text(fd, os.fstat(fd).st_size)
-        return None if reader is None else [reader.text(i) for i in range(len(reader))]
+        return None if reader is None else [reader.text(i) for i in range(reader.count)]
     finally:
         os.close(fd)
 
@@ -303,3 +303,20 @@ def test_pages_it_declines_are_read_by_pdfium(tmp_path: Path) -> None:
     st_ = path.stat()
     texts = extract_pages(str(path), (st_.st_dev, st_.st_ino), 3, workers=0)
     assert [t.split() for t in texts] == _pdfium_words(str(path))
+
+
+def test_pages_are_walked_in_order_and_skipped_pages_are_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "ordered.pdf"
+    pdfgen.write_pdf(str(path), 30, fanout=4)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        reader = open_simple_text(fd, os.fstat(fd).st_size)
+        assert reader is not None
+        assert reader.count == 30
+        first, skipped_to = reader.text(0), reader.text(20)
+        again = reader.text(3)  # behind the walk: declined, PDFium reads it
+    finally:
+        os.close(fd)
+    assert (first or "").split()[:2] == ["page1", "marker00001"]
+    assert (skipped_to or "").split()[:2] == ["page21", "marker00021"]
+    assert again is None
