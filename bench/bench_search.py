@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import sqlite3
 import sys
@@ -70,7 +71,11 @@ def main() -> None:
     rng = random.Random(11)
     vocab = vocabulary(30_000, rng)
     corpus = pages(args.pages, vocab, rng)
-    report: dict[str, Any] = {"pages": args.pages, "words_per_page": WORDS_PER_PAGE}
+    report: dict[str, Any] = {
+        "pages": args.pages,
+        "words_per_page": WORDS_PER_PAGE,
+        "load_before": os.getloadavg(),
+    }
     with tempfile.TemporaryDirectory(prefix="bench_search_") as tmp:
         # Tantivy, with the schema pdf_search uses.
         schema = _schema()
@@ -164,6 +169,7 @@ def main() -> None:
             )
         }
         db.close()
+    report["load_after"] = os.getloadavg()
     print(json.dumps(report, indent=2))
 
 

@@ -33,7 +33,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["tests/placeholders/test_replay*.py", "tests/placeholders/test_boundaries.py"],
     ),
     "paths": (["leanreplay/index/tools/_paths.py"], ["tests/index/test_confinement*.py"]),
-    "pdf": (["leanreplay/cards/_pdf*.py"], ["tests/cards/test_pdf*.py"]),
+    "pdf": (
+        ["leanreplay/cards/_pdf*.py"],
+        ["tests/cards/test_pdf*.py", "tests/index/test_pdf_simple_text.py"],
+    ),
 }
 
 
