@@ -24,7 +24,9 @@ from ._pdfobj import Broken, Name, PdfObject, Ref, Stream, as_list, is_int
 
 __all__ = ["MAX_CONTENT_BYTES", "SimplePdfText", "open_simple_text"]
 
-MAX_CONTENT_BYTES = 4 * 1024 * 1024  # inflated content of one page; more declines the page
+# Inflated content of one page; more declines it (the tokens of a page are listed at once, so
+# this bounds that list too: a simple page of text holds a few KiB).
+MAX_CONTENT_BYTES = 512 * 1024
 MIN_FONT_SIZE = 6.0  # PDFium's line test needs glyph boxes over 5 units high
 
 # A content-stream token: a literal string without unescaped parentheses, a hex string, a

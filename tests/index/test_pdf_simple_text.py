@@ -248,7 +248,7 @@ def _compare(path: str) -> tuple[int, int]:
     compress=st.booleans(),
 )
 @settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
