@@ -49,3 +49,19 @@ def test_readme_python_blocks(index: int, tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_readme_has_python_examples() -> None:
     assert len(python_blocks()) >= 2
+
+
+def agent_loop_block() -> str:
+    (block,) = [b for b in python_blocks() if "ws.model_call(" in b and 'id="msg_01"' in b]
+    return block
+
+
+def test_readme_agent_loop_runs_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run again on the same home, the example's reply (same id, same bytes) is a no-op."""
+    from leanreplay import Workspace
+
+    run_block(agent_loop_block(), tmp_path, monkeypatch)
+    run_block(agent_loop_block(), tmp_path, monkeypatch)
+    with Workspace(tmp_path / ".local/share/leanreplay") as ws:
+        roles = [(m["role"], m["id"]) for m in ws.messages("chat")]
+    assert roles == [("user", "m1"), ("assistant", "msg_01"), ("user", "m3")]

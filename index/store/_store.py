@@ -355,6 +355,10 @@ class Store:
         never leaves a stored message without its cards. With ``after``, append only if the
         conversation still holds exactly that many messages (0: none, or it does not exist),
         else raise `ConversationChangedError` and store nothing.
+
+        A message whose id is already stored with the same bytes is not stored again (its
+        id is returned): a retried append, or an agent loop run again, is a no-op. With
+        other bytes it raises `InvalidArgumentError` and stores nothing.
         """
         check_id("conversation_id", conversation_id)
         prepared = _checked(messages)
@@ -370,7 +374,9 @@ class Store:
                         "another writer appended since it was read; read it again"
                     )
             self._conversation(db, conversation_id, source, format, notes)
-            return self._insert(db, conversation_id, prepared, attachments)
+            fresh, ids = _unstored(db, conversation_id, prepared)
+            stored = iter(self._insert(db, conversation_id, fresh, attachments))
+            return [next(stored) if mid is None else mid for mid in ids]
 
     def ingest(
         self,
@@ -496,7 +502,7 @@ class Store:
                         (conversation_id, message_id, last),
                     ).fetchone()
                 ):
-                    raise _reused(conversation_id, message_id) from None
+                    raise _reused(conversation_id, message_id, differs=False) from None
                 earlier.add(message_id)
             raise
         db.executemany(
@@ -852,10 +858,59 @@ def _role(message: Mapping[str, Any]) -> str:
     return message.get("type", "") if role_of(message) is not None else ""
 
 
-def _reused(conversation_id: str, message_id: str) -> InvalidArgumentError:
+_ID_CHUNK = 500  # ids per IN (...) look-up: under SQLite's 999 bound variables
+
+
+def _unstored(
+    db: sqlite3.Connection, conversation_id: str, messages: list[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[str | None]]:
+    """The messages to insert, and per message its id when it is already stored (or earlier
+    in the batch) with the same bytes, else None.
+
+    Raises:
+        InvalidArgumentError: an id already stored, or earlier in the batch, with other bytes.
+    """
+    given = [m["id"] for m in messages if "id" in m]
+    bodies: dict[str, str] = {}
+    for at in range(0, len(given), _ID_CHUNK):
+        chunk = given[at : at + _ID_CHUNK]
+        bodies.update(
+            db.execute(
+                "SELECT id, body FROM messages WHERE conversation_id=? "
+                f"AND id IN ({','.join('?' * len(chunk))})",
+                (conversation_id, *chunk),
+            ).fetchall()
+        )
+    fresh: list[Mapping[str, Any]] = []
+    ids: list[str | None] = []
+    for message in messages:
+        mid = message.get("id")
+        if mid is None:
+            fresh.append(message)
+            ids.append(None)
+            continue
+        body = encode_message(message)
+        if mid in bodies:
+            if bodies[mid] != body:
+                raise _reused(conversation_id, mid)
+            ids.append(mid)
+            continue
+        bodies[mid] = body
+        fresh.append(message)
+        ids.append(None)
+    return fresh, ids
+
+
+def _reused(conversation_id: str, message_id: str, *, differs: bool = True) -> InvalidArgumentError:
+    if not differs:
+        return InvalidArgumentError(
+            f"message id {message_id!r} already exists in conversation {conversation_id!r}; "
+            "ids are never reused"
+        )
     return InvalidArgumentError(
-        f"message id {message_id!r} already exists in conversation {conversation_id!r}; ids "
-        "are never reused"
+        f"message id {message_id!r} already exists in conversation {conversation_id!r} with "
+        "different content; ids are never reused (appending the same message again is a "
+        "no-op): give this message another id, or none to have one assigned"
     )
 
 

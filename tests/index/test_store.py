@@ -69,9 +69,27 @@ def test_ids_are_assigned_stable_and_never_reused(store_url: str | None, tmp_pat
         assert ws.append("c", {**user("b"), "id": "m3"}) == "m3"
         # Position 3 would be m3, which is taken: the store picks a fresh id instead.
         assert ws.append("c", user("c")) == "m3-2"
-        with pytest.raises(InvalidArgumentError, match="'m1' already exists"):
+        with pytest.raises(InvalidArgumentError, match="'m1' already exists.*different content"):
             ws.append("c", {**user("d"), "id": "m1"})
         assert [m["id"] for m in ws.messages("c")] == ["m1", "m3", "m3-2"]
+
+
+def test_appending_a_stored_message_again_is_a_no_op(tmp_path: Path) -> None:
+    with Workspace(tmp_path) as ws:
+        reply = {"role": "assistant", "content": "done", "id": "msg_01"}
+        assert ws.append("c", user("q")) == "m1"
+        assert ws.append("c", reply) == "msg_01"
+        assert ws.append("c", dict(reply)) == "msg_01"  # the same bytes: nothing stored
+        # In a batch, the stored one and a repeat within the batch are skipped, the rest stored.
+        other = {"role": "user", "content": "next", "id": "u2"}
+        assert ws.extend("c", [reply, other, other, user("x")]) == ["msg_01", "u2", "u2", "m4"]
+        assert [m["id"] for m in ws.messages("c")] == ["m1", "msg_01", "u2", "m4"]
+        # Other bytes under a stored id, even one key more, are refused, and nothing is stored.
+        with pytest.raises(InvalidArgumentError, match="'msg_01' already exists in conversation"):
+            ws.extend("c", [user("y"), {**reply, "model": "m"}])
+        with pytest.raises(InvalidArgumentError, match="'u3' already exists.*different content"):
+            ws.extend("c", [{**other, "id": "u3"}, {**user("z"), "id": "u3"}])
+        assert [m["id"] for m in ws.messages("c")] == ["m1", "msg_01", "u2", "m4"]
 
 
 @pytest.mark.parametrize(
