@@ -805,10 +805,13 @@ class Workspace:
         after: Annotated[
             str | None, Field(description="Continue after this relative path (from next).")
         ] = None,
+        include_ignored: Annotated[
+            bool, Field(description="Also list the files .gitignore ignores.")
+        ] = False,
     ) -> dict[str, Any]:
         """List the files under a folder as one-line cards, sorted by path, with a `next` call;
-        files .gitignore ignores are skipped in a git work tree."""
-        return list_folder(path, pattern, limit, after, self.roots)
+        files .gitignore ignores are skipped in a git work tree (a note says how many)."""
+        return list_folder(path, pattern, limit, after, self.roots, include_ignored=include_ignored)
 
     @tool
     def conversation_read(

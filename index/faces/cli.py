@@ -9,6 +9,7 @@ import importlib
 import json
 import logging
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from leanreplay.placeholders import (
 )
 
 from ._address import expose, parse_address
+from ._callexpr import looks_like_call, parse_call
 from ._demo import run_demo
 from ._net import HttpPolicy
 from ._render import (
@@ -179,24 +181,59 @@ def workspace(ctx: click.Context, *, cwd_is_root: bool = True) -> Workspace:
     show_default=True,
     help="Most files listed per folder (as file_list).",
 )
+@click.option(
+    "--after",
+    default=None,
+    metavar="RELPATH",
+    help="In a folder, continue after this relative path (the `more:` line names it).",
+)
+@click.option(
+    "--include-ignored",
+    is_flag=True,
+    help="In a git work tree, also list the files .gitignore ignores.",
+)
 @json_option
 @click.pass_context
 @library_errors
-def card(ctx: click.Context, paths: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """Print the one-line card of each file in PATHS; a folder lists its files (file_list)."""
+def card(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    limit: int,
+    after: str | None,
+    include_ignored: bool,
+    as_json: bool,
+) -> None:
+    """Print the one-line card of each file in PATHS; a folder lists its files (file_list),
+    even a folder .gitignore ignores (files it ignores inside are left out, and counted)."""
     results: list[dict[str, Any]] = []
     failed = False
     for path in paths:
         if os.path.isdir(path):
             with Workspace(ctx.obj.home, [path]) as ws:
-                listing = ws.file_list(os.path.abspath(path), limit=limit)
+                listing = ws.file_list(
+                    os.path.abspath(path),
+                    limit=limit,
+                    after=after,
+                    include_ignored=include_ignored,
+                )
             if as_json:
                 results.append(listing)
-            else:
-                for line in listing["files"]:
-                    echo(line)
-                if listing["next"]:
-                    echo(f"more: {listing['next']}", err=True)
+                continue
+            for line in listing["files"]:
+                echo(line)
+            for note in listing["notes"]:
+                if "include_ignored=True" in note:
+                    note = note.replace("include_ignored=True", "--include-ignored")
+                    echo(f"note: {note}", err=True)
+            if not listing["files"] and not listing["notes"]:
+                echo(f"note: no files under {path}", err=True)
+            if listing["next"]:
+                _, following = parse_call(listing["next"])
+                more = ["leanreplay", "card", path, "--limit", str(limit)]
+                more += ["--after", following["after"]]
+                if include_ignored:
+                    more.append("--include-ignored")
+                echo(f"more: {shlex.join(more)}", err=True)
             continue
         try:
             c = cards.card_for(path)
@@ -448,13 +485,36 @@ class ToolsHelp(click.Command):
 
 @cli.command(cls=ToolsHelp)
 @click.argument("tool")
-@click.argument("arguments", default="{}")
+@click.argument("arguments", required=False)
 @click.pass_context
 @library_errors
-def call(ctx: click.Context, tool: str, arguments: str) -> None:
-    """Run one tool (see `leanreplay tools`) with JSON ARGUMENTS and print its JSON result."""
+def call(ctx: click.Context, tool: str, arguments: str | None) -> None:
+    """Run one tool (see `leanreplay tools`) with JSON ARGUMENTS and print its JSON result.
+
+    TOOL may be a whole call as the tools print it (a placeholder's call, a `next`), with no
+    ARGUMENTS: leanreplay call 'conversation_read(conversation_id="c", message_id="m4")'."""
+    if looks_like_call(tool):
+        if arguments is not None:
+            raise click.UsageError(
+                "a call written as tool(name=value, ...) takes no ARGUMENTS; put them in the call"
+            )
+        try:
+            tool, parsed = parse_call(tool)
+        except ValueError as exc:
+            raise click.ClickException(
+                f"TOOL {tool[:80]!r}: {exc}; paste a call as printed, as in "
+                '\'conversation_read(conversation_id="c", message_id="m4")\''
+            ) from None
+    else:
+        parsed = _json_arguments("{}" if arguments is None else arguments)
+    with workspace(ctx) as ws, progress_bar(tool) as progress:
+        result = ws.call(tool, parsed, progress=progress)
+    emit_json(result)
+
+
+def _json_arguments(arguments: str) -> Any:
     try:
-        parsed = json.loads(arguments)
+        return json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"ARGUMENTS must be a JSON object: {exc}") from None
     except (ValueError, RecursionError):  # an integer over 4,300 digits, or nesting too deep
@@ -462,9 +522,6 @@ def call(ctx: click.Context, tool: str, arguments: str) -> None:
             "ARGUMENTS holds an integer too long or nesting too deep to parse; tool arguments "
             "are flat JSON objects with integers below 2**63"
         ) from None
-    with workspace(ctx) as ws, progress_bar(tool) as progress:
-        result = ws.call(tool, parsed, progress=progress)
-    emit_json(result)
 
 
 # The top-level modules of the `mcp` extra; any of them missing means the extra is not installed.

@@ -156,12 +156,16 @@ class _Ignore:
     skipped: int = 0  # rules over the bounds, not applied
     work: int = 0
 
-    def add(self, base: str, text: str) -> None:
+    def add(self, base: str, text: str, named: Sequence[str] = ()) -> None:
+        """Add the rules of the ignore file at ``base``; a rule that ignores one of the
+        folders ``named`` (the listed folder and its parents below ``base``) is dropped: a
+        folder the caller names is listed even when .gitignore ignores it."""
         sets: list[list[str]] = [[]]
         costly = 0
-        for line in text.splitlines():
-            if not line.strip() or line.startswith("#"):
-                continue
+        lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        if named:
+            lines = _not_ignoring(lines, [n[len(base) :] for n in named])
+        for line in lines:
             if (
                 self.rules >= MAX_IGNORE_RULES
                 or len(line) > MAX_RULE_CHARS
@@ -203,6 +207,35 @@ class _Ignore:
         return False
 
 
+def _not_ignoring(lines: list[str], folders: list[str]) -> list[str]:
+    """``lines`` without the rules that ignore one of ``folders`` (``"a/", "a/b/"``).
+
+    Checked per rule only when the rules as a whole ignore one of them (rarely)."""
+    bounded = [
+        line
+        for line in lines[:MAX_IGNORE_RULES]
+        if len(line) <= MAX_RULE_CHARS and _wildcards(line) <= MAX_RULE_WILDCARDS
+    ]
+    try:
+        whole = pathspec.GitIgnoreSpec.from_lines(bounded, backend="re2")
+        if not any(whole.match_file(_matchable(f)) for f in folders):
+            return lines
+    except (re2.error, ValueError, TypeError):
+        return lines  # not applied at all by `add` either
+    applied = set(bounded)
+    kept = []
+    for line in lines:
+        if line in applied and not line.startswith("!"):
+            try:
+                rule = pathspec.GitIgnoreSpec.from_lines([line], backend="re2")
+            except (re2.error, ValueError, TypeError):
+                continue  # `add` would not apply it
+            if any(rule.match_file(_matchable(f)) for f in folders):
+                continue
+        kept.append(line)
+    return kept
+
+
 def _read_rules(name: str, dir_fd: int | None = None) -> str | None:
     """The text of an ignore file, if it is a regular file (never a FIFO or a device)."""
     try:
@@ -231,14 +264,16 @@ def _work_tree_rules(folder: str) -> _Ignore | None:
     rel = os.path.relpath(folder, top)
     parts = [] if rel == "." else rel.split(os.sep)
     ignore = _Ignore(prefix="".join(p + "/" for p in parts))
+    # The listed folder and its parents: rules above it that ignore one of them are dropped.
+    named = ["".join(p + "/" for p in parts[: depth + 1]) for depth in range(len(parts))]
     text = _read_rules(os.path.join(top, ".git", "info", "exclude"))
     if text is not None:
-        ignore.add("", text)
+        ignore.add("", text, named)
     for depth in range(len(parts)):
         base = "".join(p + "/" for p in parts[:depth])
         text = _read_rules(os.path.join(top, *parts[:depth], ".gitignore"))
         if text is not None:
-            ignore.add(base, text)
+            ignore.add(base, text, named[depth:])
     return ignore
 
 
@@ -247,6 +282,8 @@ class _Walk:
     complete: bool = True
     too_deep: int = 0  # folders not walked: deeper than MAX_LIST_DEPTH
     costly: bool = False  # stopped at MAX_IGNORE_WORK
+    ignored_files: int = 0  # left out as .gitignore ignores them
+    ignored_dirs: int = 0  # left out, not walked
 
 
 def _entries(fd: int) -> tuple[list[tuple[str, bool]], list[str]]:
@@ -295,6 +332,8 @@ def _walk(
                     return
                 elif not ignore.ignored(path, False):
                     yield path, link
+                else:
+                    state.ignored_files += 1
 
         yield from enter(os.dup(top), "")
         while frames and not state.costly:
@@ -309,6 +348,7 @@ def _walk(
             name = dirs.pop()
             path = rel + name
             if ignore is not None and ignore.ignored(path, True):
+                state.ignored_dirs += 1
                 continue  # git never looks inside an ignored folder
             if len(frames) > MAX_LIST_DEPTH:
                 state.too_deep += 1
@@ -326,10 +366,11 @@ def _walk(
 
 
 def matching_files(
-    path: str, pattern: str, roots: Sequence[str]
+    path: str, pattern: str, roots: Sequence[str], *, include_ignored: bool = False
 ) -> tuple[str, list[str], list[str], bool]:
     """(resolved folder, sorted relative paths under it matching ``pattern``, notes,
-    complete) for the folder ``path`` inside ``roots``."""
+    complete) for the folder ``path`` inside ``roots``; in a git work tree, what .gitignore
+    ignores is left out unless ``include_ignored``."""
     regex = None if pattern in _EVERYTHING else glob_regex(pattern)
     state = _Walk()
     found = []
@@ -338,7 +379,7 @@ def matching_files(
         watched = roots.watched(folder) if isinstance(roots, Roots) else ()
         every = any(folder == w or folder.startswith(w + os.sep) for w in watched)
         under = tuple(w + os.sep for w in watched)
-        ignore = _work_tree_rules(folder)
+        ignore = None if include_ignored else _work_tree_rules(folder)
         walk = _walk(fd, ignore, state)
         with contextlib.closing(walk):
             for scanned, (rel, link) in enumerate(walk, start=1):
@@ -361,6 +402,12 @@ def matching_files(
     notes = []
     if ignore is not None:
         notes.append("a git work tree: files .gitignore ignores are left out")
+        if state.ignored_files or state.ignored_dirs:
+            notes.append(
+                f"left out as .gitignore ignores them: {_count(state.ignored_files, 'file')} "
+                f"and {_count(state.ignored_dirs, 'folder')} (not looked into); "
+                "include_ignored=True lists them"
+            )
         if ignore.skipped:
             notes.append(
                 f"{ignore.skipped:,} ignore rules were not applied (past {MAX_IGNORE_RULES:,} "
@@ -382,11 +429,23 @@ def matching_files(
     return folder, found, notes, state.complete and not state.costly
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}{'s' if n != 1 else ''}"
+
+
 def list_folder(
-    path: str, pattern: str, limit: int, after: str | None, roots: Sequence[str]
+    path: str,
+    pattern: str,
+    limit: int,
+    after: str | None,
+    roots: Sequence[str],
+    *,
+    include_ignored: bool = False,
 ) -> dict[str, Any]:
     """The `file_list` answer: one page of cards of the files matching ``pattern``."""
-    folder, names, notes, complete = matching_files(path, pattern, roots)
+    folder, names, notes, complete = matching_files(
+        path, pattern, roots, include_ignored=include_ignored
+    )
     start = bisect.bisect_right(names, after) if after is not None else 0
     shown = names[start : start + limit]
     lines = []
@@ -407,7 +466,8 @@ def list_folder(
         "notes": notes,
         "next": (
             f"file_list(path={json.dumps(folder)}, pattern={json.dumps(pattern)}, "
-            f"limit={limit}, after={json.dumps(shown[-1])})"
+            f"limit={limit}, after={json.dumps(shown[-1])}"
+            f"{', include_ignored=True' if include_ignored else ''})"
             if more and shown
             else None
         ),

@@ -3,6 +3,7 @@ and `leanreplay card DIR`."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -115,3 +116,75 @@ def test_the_home_inside_a_root_is_never_listed(tree: Path) -> None:
     assert not [n for n in listed if n.startswith("home/")]
     with pytest.raises(OutsideRootsError, match="inside the leanreplay home"):
         ws.file_list("home")
+
+
+@pytest.fixture
+def ignored_tree(tree: Path) -> Path:
+    """A work tree whose top .gitignore ignores the folder b/ and every *.log file."""
+    (tree / ".git").mkdir()  # a work tree is found by its .git; git itself is never run
+    (tree / ".gitignore").write_text("b/\n*.log\n")
+    (tree / "b" / "x.log").write_text("log\n")
+    (tree / "b" / "d" / "y.log").write_text("log\n")
+    (tree / "top.log").write_text("log\n")
+    return tree
+
+
+def test_a_folder_gitignore_ignores_is_listed_when_named(
+    ignored_tree: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(tmp_path / "home", [ignored_tree])
+    result = ws.file_list("b")
+    # The rule that ignores b/ does not apply inside it; *.log still does, and is counted.
+    assert names(result) == ["c.csv", "d/e.md", "d/f.txt", "red.png"]
+    assert (
+        "left out as .gitignore ignores them: 2 files and 0 folders (not looked into); "
+        "include_ignored=True lists them"
+    ) in result["notes"]
+    assert names(ws.file_list("b/d")) == ["e.md", "f.txt"]  # below the ignored folder too
+    top = ws.file_list()
+    assert names(top) == [".gitignore", ".hidden/h.txt", "a.txt", "z.py"]
+    assert any("1 file and 1 folder (not looked into)" in n for n in top["notes"])
+
+
+def test_include_ignored_lists_everything(ignored_tree: Path, tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "home", [ignored_tree])
+    every = ws.file_list(include_ignored=True)
+    assert "b/x.log" in names(every)
+    assert "top.log" in names(every)
+    assert every["total_files"] == 11
+    assert not any("left out" in n for n in every["notes"])
+    page = ws.file_list("b", limit=2, include_ignored=True)
+    assert names(page) == ["c.csv", "d/e.md"]
+    assert page["next"].endswith(', after="d/e.md", include_ignored=True)')
+
+
+def test_card_of_an_ignored_folder_lists_it(ignored_tree: Path, tmp_path: Path) -> None:
+    home = ["--home", str(tmp_path / "home")]
+    result = CliRunner().invoke(cli, [*home, "card", str(ignored_tree / "b")])
+    assert result.exit_code == 0, result.output
+    assert [line.split('name="', 1)[1].split('"', 1)[0] for line in result.stdout.splitlines()] == [
+        "c.csv",
+        "d/e.md",
+        "d/f.txt",
+        "red.png",
+    ]
+    assert "2 files and 0 folders (not looked into); --include-ignored lists them" in result.stderr
+    every = CliRunner().invoke(cli, [*home, "card", "--include-ignored", str(ignored_tree / "b")])
+    assert 'name="x.log"' in every.stdout
+    assert 'name="d/y.log"' in every.stdout
+
+
+def test_card_more_line_is_the_command_that_continues(ignored_tree: Path, tmp_path: Path) -> None:
+    home = ["--home", str(tmp_path / "home")]
+    folder = str(ignored_tree / "b")
+    first = CliRunner().invoke(cli, [*home, "card", "--limit", "3", folder])
+    assert first.exit_code == 0, first.output
+    (more,) = [line for line in first.stderr.splitlines() if line.startswith("more: ")]
+    command = shlex.split(more.removeprefix("more: "))
+    assert command == ["leanreplay", "card", folder, "--limit", "3", "--after", "d/f.txt"]
+    rest = CliRunner().invoke(cli, [*home, *command[1:]])
+    assert rest.exit_code == 0, rest.output
+    assert [line.split('name="', 1)[1].split('"', 1)[0] for line in rest.stdout.splitlines()] == [
+        "red.png"
+    ]
+    assert "more: " not in rest.stderr
