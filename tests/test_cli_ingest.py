@@ -244,3 +244,28 @@ def test_a_folder_nested_past_the_walk_bound_is_refused_in_one_line(tmp_path: Pa
         assert "the pattern reaches folders nested too deeply" in out
     finally:
         _remove_deep_folder(folder)
+
+
+def test_a_folder_with_no_log_says_so_and_exits_nonzero(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "readme.txt").write_text("no log suffix")
+    code, out = run(tmp_path, "ingest", str(empty))
+    assert code == 1
+    assert "no log found: no .traj.json/.jsonl/.ndjson/.json file under this folder" in out
+    assert "0 imported" not in out  # one line, not a summary of nothing
+    # Files with a log suffix, none of them a log: each skipped, and the folder refused.
+    notes = tmp_path / "notes"
+    (notes / "a").mkdir(parents=True)
+    (notes / "a" / "x.json").write_text('{"not": "a log"}')
+    (notes / "y.json").write_text("[1, 2, 3]")
+    code, out = run(tmp_path, "ingest", str(notes))
+    assert code == 1
+    assert "the 2 .traj.json/.jsonl/.ndjson/.json files under this folder are in no log" in out
+    assert out.splitlines()[-1] == "-- 0 imported, 0 appended, 0 unchanged, 1 refused, 2 skipped"
+    # In the library, such a folder raises (errors="raise"), beside one with a log it is refused.
+    with Workspace(tmp_path / "home") as ws:
+        with pytest.raises(ImportFormatError, match="empty: no log found"):
+            ws.ingest(empty)
+        report = ws.ingest(empty, _chat(tmp_path / "chat.jsonl", "q"), errors="report")
+        assert [f.status for f in report.files] == ["refused", "imported"]

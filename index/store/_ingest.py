@@ -36,6 +36,7 @@ IngestStatus = Literal["imported", "appended", "unchanged", "refused", "skipped"
 STATUSES: tuple[IngestStatus, ...] = ("imported", "appended", "unchanged", "refused", "skipped")
 
 _GLOB_CHARS = ("*", "?", "[")
+_SUFFIXES_TEXT = "/".join(LOG_SUFFIXES)
 MAX_INGEST_DEPTH = 128  # folder levels searched below a folder given to ingest
 # fold(conversation id, messages added, the conversation's messages as stored or None)
 FoldAdded = Callable[[str, int, Sequence[Mapping[str, Any]] | None], object]
@@ -118,45 +119,54 @@ class IngestReport:
         return len(self.conversation_ids)
 
 
-def log_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, bool, str | None]]:
-    """``(absolute path, found in a folder, problem)`` for each file the paths name.
+def log_files(
+    paths: Sequence[str | os.PathLike[str]],
+) -> Iterator[tuple[str, str | None, str | None]]:
+    """``(absolute path, the folder it was found under or None, problem)`` for each file the
+    paths name.
 
     A folder stands for every file under it with a log suffix (``.jsonl``, ``.ndjson``,
     ``.json``, ``.traj.json``), recursively, in sorted order; a glob (``*``, ``?``, ``[``,
-    ``**``) for its sorted matches. A path that names nothing comes back with the problem.
-    Each file comes once.
+    ``**``) for its sorted matches. A path that names nothing, or a folder with no such file
+    under it, comes back with the problem. Each file comes once.
     """
     seen: set[str] = set()
 
-    def once(path: str, in_folder: bool) -> Iterator[tuple[str, bool, str | None]]:
+    def once(path: str, folder: str | None) -> Iterator[tuple[str, str | None, str | None]]:
         key = os.path.realpath(path)
         if key not in seen:
             seen.add(key)
-            yield path, in_folder, None
+            yield path, folder, None
+
+    def folder_files(folder: str) -> Iterator[tuple[str, str | None, str | None]]:
+        found_any = False
+        for found, why in _walk(folder):
+            found_any = True
+            yield from once(found, folder) if why is None else iter([(found, folder, why)])
+        if not found_any:
+            yield folder, None, f"no log found: no {_SUFFIXES_TEXT} file under this folder"
 
     for given in paths:
         text = os.path.abspath(os.path.expanduser(os.fspath(given)))
         if os.path.isdir(text):
-            for found, why in _walk(text):
-                yield from once(found, True) if why is None else iter([(found, True, why)])
+            yield from folder_files(text)
         elif os.path.exists(text):
-            yield from once(text, False)
+            yield from once(text, None)
         elif any(c in os.fspath(given) for c in _GLOB_CHARS):
             try:
                 matches = sorted(glob.glob(text, recursive=True))
             except RecursionError:  # ** through folders nested deeper than Python recurses
-                yield text, False, "the pattern reaches folders nested too deeply; name a folder"
+                yield text, None, "the pattern reaches folders nested too deeply; name a folder"
                 continue
             if not matches:
-                yield text, False, "no file matches this pattern"
+                yield text, None, "no file matches this pattern"
             for match in matches:
                 if os.path.isdir(match):
-                    for found, why in _walk(match):
-                        yield from once(found, True) if why is None else iter([(found, True, why)])
+                    yield from folder_files(match)
                 else:
-                    yield from once(match, False)
+                    yield from once(match, None)
         else:
-            yield text, False, "no file or folder here"
+            yield text, None, "no file or folder here"
 
 
 def _walk(folder: str) -> Iterator[tuple[str, str | None]]:
@@ -273,8 +283,9 @@ def ingest_paths(
             "files; ingest that one file alone, or leave the id out"
         )
     reports = []
+    statuses: dict[str, list[str]] = {}  # per folder given, what its files did
     with store.batch():  # one disk sync for the whole import, at its end
-        for done, (path, in_folder, problem) in enumerate(files):
+        for done, (path, folder, problem) in enumerate(files):
             if progress is not None:
                 progress(done, len(files), path)
             if problem is not None:
@@ -285,7 +296,7 @@ def ingest_paths(
                 ingest_file(
                     store,
                     path,
-                    in_folder,
+                    folder is not None,
                     format=format,
                     conversation_id=conversation_id,
                     allowed=allowed,
@@ -293,6 +304,17 @@ def ingest_paths(
                     fold=fold,
                 )
             )
+            if folder is not None:
+                statuses.setdefault(folder, []).append(reports[-1].status)
+    for folder, done_with in statuses.items():
+        if all(status == "skipped" for status in done_with):
+            why = (
+                f"no log found: the {len(done_with):,} {_SUFFIXES_TEXT} file"
+                f"{'s' if len(done_with) != 1 else ''} under this folder "
+                f"{'are' if len(done_with) != 1 else 'is'} in no log format"
+            )
+            error = ImportFormatError(f"{folder}: {why}")
+            reports.append(FileReport(folder, "refused", reason=why, error=error))
     if progress is not None:
         progress(len(files), len(files), "")
     report = IngestReport(tuple(reports))
