@@ -409,3 +409,50 @@ def test_a_client_with_a_fixed_tools_list_activates_and_calls_through_tool_call(
     assert "arguments (an object of that tool's arguments)" in text_of(out["bad"])
     assert out["unknown"].is_error
     assert "no tool named 'no_such_tool'" in text_of(out["unknown"])
+
+
+def test_upstream_prompts_and_resources_are_forwarded(tmp_path: Path, config: Path) -> None:
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        with Workspace(tmp_path / "home") as ws:
+            async with gateway(ws, read_config(config)) as server, Client(server) as client:
+                out["prompts"] = {p.name: p for p in (await client.list_prompts()).prompts}
+                out["greet"] = await client.get_prompt("greet", {"name": "Ada"})
+                out["weather_greet"] = await client.get_prompt("weather_greet", {"name": "Bo"})
+                await client.call_tool("tool_activate", {"names": ["add_note"]})
+                await client.call_tool("add_note", {"text": "buy milk"})
+                out["review"] = await client.get_prompt("review_notes", {"topic": "food"})
+                listed = (await client.list_resources()).resources
+                out["resources"] = {str(r.uri): r for r in listed}
+                templates = (await client.list_resource_templates()).resource_templates
+                out["templates"] = [t.uri_template for t in templates]
+                out["all"] = await client.read_resource("notes://all", cache_mode="bypass")
+                out["one"] = await client.read_resource("notes://note/1")
+                out["logo"] = await client.read_resource("notes://logo.png")
+                with pytest.raises(Exception) as unknown:  # noqa: PT011 - the SDK's own error
+                    await client.get_prompt("no_such_prompt", {})
+                out["unknown"] = str(unknown.value)
+                with pytest.raises(Exception) as missing:  # noqa: PT011 - the SDK's own error
+                    await client.read_resource("nowhere://x")
+                out["missing"] = str(missing.value)
+        direct = StdioServerParameters(command=sys.executable, args=[UPSTREAM, "notes"])
+        async with Client(direct) as upstream:
+            out["direct"] = await upstream.get_prompt("greet", {"name": "Ada"})
+            out["direct_logo"] = await upstream.read_resource("notes://logo.png")
+        return out
+
+    out = anyio.run(main)
+    assert list(out["prompts"]) == ["greet", "review_notes", "weather_greet", "flaky_greet"]
+    assert out["prompts"]["review_notes"].description == "Review the saved notes on a topic."
+    assert [a.name for a in out["prompts"]["greet"].arguments] == ["name"]
+    assert out["greet"].messages == out["direct"].messages, "the prompt was rewritten"
+    assert out["greet"].description == out["direct"].description
+    assert out["weather_greet"].messages[0].content.text == "Say hello to Bo from weather."
+    assert "buy milk" in out["review"].messages[0].content.text
+    assert set(out["resources"]) == {"notes://all", "notes://logo.png"}
+    assert out["templates"] == ["notes://note/{index}"]
+    assert out["all"].contents[0].text == "buy milk"
+    assert out["one"].contents[0].text == "buy milk"
+    assert out["logo"].contents == out["direct_logo"].contents  # the bytes, the MIME type
+    assert "no_such_prompt" in out["unknown"]
+    assert "nowhere://x" in out["missing"]

@@ -15,12 +15,21 @@ reads the activated schemas in ``tool_activate``'s result and calls them through
 ``tool_call(name, arguments)`` meta-tool: its tools list, the first thing in the prompt,
 never changes, so activating never rewrites the provider's prompt cache.
 
+The upstreams' prompts, resources and resource templates are forwarded too, listed live on
+each request (bounded per server by `MAX_UPSTREAM_ITEMS` and by the call timeout): a prompt
+name another server took first is prefixed with its server, as a tool's is; a resource URI
+two servers list is read from the first. A read is sent to the server that lists the URI,
+else to the first whose template's fixed head the URI starts with. What comes back is the
+upstream's, except that every content of a read is labelled with the URI asked for (the SDK's
+server answers one URI per read).
+
 Activations made through the gateway belong to the gateway process (every client of one
 gateway shares them), like the tools list of a single MCP server.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import math
@@ -34,10 +43,23 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server import NotificationOptions
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Tool
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    REQUEST_TIMEOUT,
+    BlobResourceContents,
+    CallToolResult,
+    GetPromptResult,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
 from leanreplay.cards import quote
 
@@ -64,6 +86,8 @@ __all__ = [
 START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 60.0  # a forwarded call unanswered by then is cancelled, with a tool error
 MAX_UPSTREAM_TOOLS = 1_000  # tools taken from one server; the rest are named as left out
+MAX_UPSTREAM_ITEMS = 1_000  # prompts, resources or templates listed from one server
+MAX_LIST_PAGES = 1_000  # pages of one listing: a server that pages forever is cut off
 MAX_CONFIG_BYTES = 1_000_000
 MAX_RESTARTS = 1
 INDEX_PREAMBLE = (
@@ -450,6 +474,104 @@ class GatewayServer(WorkspaceServer):
 
         lowlevel.create_initialization_options = options  # type: ignore[method-assign]
 
+    # Prompts and resources: forwarded, listed live from every running upstream.
+
+    def _running(self) -> list[Upstream]:
+        return [u for u in self.upstreams.servers.values() if u.client is not None]
+
+    async def _prompt_routes(self) -> dict[str, tuple[Upstream, Prompt]]:
+        taken = {p.name for p in await super().list_prompts()}
+        routes: dict[str, tuple[Upstream, Prompt]] = {}
+        for upstream in self._running():
+            for prompt in await _listed(upstream, "prompts"):
+                name = prompt.name if prompt.name not in taken else f"{upstream.name}_{prompt.name}"
+                if name not in taken:
+                    taken.add(name)
+                    routes[name] = (upstream, prompt)
+        return routes
+
+    async def list_prompts(self) -> list[Prompt]:
+        """Ours, then every running upstream's, a name taken before prefixed with its server."""
+        ours = list(await super().list_prompts())
+        routes = await self._prompt_routes()
+        return ours + [p.model_copy(update={"name": n}) for n, (_, p) in routes.items()]
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> Any:
+        routes = await self._prompt_routes()
+        if name not in routes:
+            ours = [p.name for p in await super().list_prompts()]
+            if name not in ours:
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=f"no prompt {name!r}; the prompts are: "
+                    + (", ".join([*ours, *routes]) or "none"),
+                )
+            return await super().get_prompt(name, arguments, context)
+        upstream, prompt = routes[name]
+        result: GetPromptResult = await _forwarded(
+            upstream, f"prompt {prompt.name}", lambda c: c.get_prompt(prompt.name, arguments)
+        )
+        return result
+
+    async def _resources(self) -> dict[str, tuple[Upstream, Resource]]:
+        found: dict[str, tuple[Upstream, Resource]] = {}
+        for upstream in self._running():
+            for resource in await _listed(upstream, "resources"):
+                found.setdefault(str(resource.uri), (upstream, resource))
+        return found
+
+    async def _templates(self) -> list[tuple[Upstream, ResourceTemplate]]:
+        return [
+            (upstream, template)
+            for upstream in self._running()
+            for template in await _listed(upstream, "resource_templates")
+        ]
+
+    async def list_resources(self) -> list[Resource]:
+        """Ours, then every running upstream's (a URI listed twice: the first)."""
+        ours = list(await super().list_resources())
+        known = {str(r.uri) for r in ours}
+        found = await self._resources()
+        return ours + [r for uri, (_, r) in found.items() if uri not in known]
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        ours = list(await super().list_resource_templates())
+        return ours + [t for _, t in await self._templates()]
+
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        text = str(uri)
+        ours = {str(r.uri) for r in await super().list_resources()}
+        if text in ours:
+            return await super().read_resource(uri, context)
+        found = await self._resources()
+        upstream = found[text][0] if text in found else None
+        if upstream is None:
+            for candidate, template in await self._templates():
+                head = template.uri_template.split("{", 1)[0]
+                if head and text.startswith(head):
+                    upstream = candidate
+                    break
+        if upstream is None:
+            return await super().read_resource(uri, context)  # ours, or not found
+        result = await _forwarded(upstream, f"resource {text}", lambda c: c.read_resource(text))
+        return [
+            ReadResourceContents(
+                content=(
+                    base64.b64decode(item.blob)
+                    if isinstance(item, BlobResourceContents)
+                    else item.text
+                ),
+                mime_type=item.mime_type,
+                meta=item.meta,
+            )
+            for item in result.contents
+        ]
+
     def _active_upstream(self) -> list[str]:
         return [name for name in self.workspace.active_tools() if name in self.routes]
 
@@ -491,6 +613,70 @@ class GatewayServer(WorkspaceServer):
             with contextlib.suppress(Exception):
                 await context.notify_tools_changed()
         return result
+
+
+async def _listed(upstream: Upstream, kind: str) -> list[Any]:
+    """The ``kind`` (prompts, resources, resource_templates) ``upstream`` lists now, bounded
+    in pages, items and time; none when it does not offer them or fails to answer."""
+    client = upstream.client
+    if client is None:
+        return []
+    offered = client.server_capabilities
+    if (offered.prompts if kind == "prompts" else offered.resources) is None:
+        return []
+    list_page = getattr(client, f"list_{kind}")
+    items: list[Any] = []
+    cursor: str | None = None
+    with anyio.move_on_after(upstream.call_timeout):
+        try:
+            for _ in range(MAX_LIST_PAGES):
+                page = await list_page(cursor=cursor)
+                items += getattr(page, kind)
+                cursor = page.next_cursor
+                if not cursor or len(items) >= MAX_UPSTREAM_ITEMS:
+                    break
+        except Exception as exc:  # noqa: BLE001 - an upstream's failure leaves out its items
+            cause = _first_leaf(exc)
+            print(
+                f"leanreplay: upstream {upstream.name!r} failed to list {kind}: "
+                f"{_said(f'{type(cause).__name__}: {cause}')}",
+                file=sys.stderr,
+            )
+            return []
+    return items[:MAX_UPSTREAM_ITEMS]
+
+
+async def _forwarded(upstream: Upstream, what: str, send: Any) -> Any:
+    """``send(client)``'s answer, bounded by the call timeout; an upstream's own protocol
+    error comes back unchanged, any other failure as an error naming the upstream."""
+    client = upstream.client
+    if client is None:
+        raise MCPError(
+            code=INTERNAL_ERROR,
+            message=f"upstream server {upstream.name!r} is not running; {what} cannot be read now",
+        )
+    try:
+        with anyio.fail_after(upstream.call_timeout):
+            return await send(client)
+    except TimeoutError:
+        raise MCPError(
+            code=REQUEST_TIMEOUT,
+            message=f"upstream server {upstream.name!r} did not answer {what} within "
+            f"{upstream.call_timeout:g} s",
+        ) from None
+    except MCPError as exc:
+        if exc.error.code == CONNECTION_CLOSED:
+            raise MCPError(
+                code=INTERNAL_ERROR,
+                message=f"upstream server {upstream.name!r} stopped during {what}",
+            ) from None
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one sentence
+        raise MCPError(
+            code=INVALID_PARAMS if isinstance(exc, ValueError) else INTERNAL_ERROR,
+            message=f"upstream server {upstream.name!r} answered {what} with an error: "
+            f"{_said(exc)}",
+        ) from None
 
 
 @contextlib.asynccontextmanager
