@@ -105,6 +105,43 @@ def test_following_next_calls_visits_every_row_once(ws: Workspace, start: int, w
     assert seen == list(range(start, len(data) + 1))
 
 
+def test_a_range_wider_than_a_read_window_of_wide_rows_is_exact(ws: Workspace) -> None:
+    """Rows of 1 KB: rows 300-450 span several 64 KiB windows of the file; every row comes
+    back once, numbered by line, as the csv module reads it (followed through next)."""
+    data = [["id", "a", "b", "c", "d", "quoted"]] + [
+        [str(i), *(f"{i:04d}{c}" * 50 for c in "wxyz"), f"a, {i}" if i % 5 == 0 else "b"]
+        for i in range(600)
+    ]  # 4 cells of 250 chars: under MAX_CELL_CHARS, a row of about 1 KB
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(data)
+    (root(ws) / "wide.csv").write_text(buf.getvalue())
+    assert 150 * 1000 > 2 * 64 * 1024
+    got: list[list[Any]] = []
+    call: dict[str, Any] | None = {"path": "wide.csv", "rows": "300-450"}
+    while call is not None:
+        result = ws.table_read(**call)
+        got += result["rows"]
+        nxt = result["next"]
+        call = None
+        if nxt is not None and got[-1][0] < 450:
+            call = {"path": "wide.csv", "rows": f"{got[-1][0] + 1}-450"}
+    assert got == [[n, *data[n - 1]] for n in range(300, 451)]
+    # Two narrow columns: the answer is small, the rows read span 150 KB of the file at once.
+    narrow = ws.table_read("wide.csv", rows="300-450", columns=["id", "quoted"])
+    assert narrow["rows"] == [[n, data[n - 1][0], data[n - 1][5]] for n in range(300, 451)]
+    assert narrow["next"] == f'table_read(path="{root(ws) / "wide.csv"}", rows="451-601", ' + (
+        'columns=["id", "quoted"])'
+    )
+
+
+@pytest.mark.parametrize("name", ["sales.xlsx", "sales.ods"], ids=str)
+def test_a_query_on_a_named_sheet_reads_that_sheet(ws: Workspace, name: str) -> None:
+    notes = ws.table_query(name, "SELECT * FROM t", sheet="Notes")
+    assert [list(r) for r in notes["rows"]] == [list(r) for r in NOTES[1:]]
+    first = ws.table_query(name, "SELECT * FROM t")
+    assert [list(r) for r in first["rows"]] == [list(r) for r in SALES[1:]]
+
+
 def test_row_past_the_end_says_how_many_rows(ws: Workspace) -> None:
     with pytest.raises(InvalidArgumentError, match="past the end"):
         ws.table_read("table.csv", rows="9-10")

@@ -19,7 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leanreplay.placeholders import ReplayPolicy, replay
-from tests.builders import assistant, conversations, oa_call, oa_result, user, with_ids
+from tests.builders import (
+    assistant,
+    big_input,
+    conversations,
+    oa_call,
+    oa_result,
+    user,
+    with_ids,
+)
 from tests.placeholders.test_replay_oracle import eligible, genuine_user, request_ends, turn_starts
 
 
@@ -44,10 +52,17 @@ def placeholder_sizes(messages: list[dict[str, Any]], policy: ReplayPolicy) -> d
     out = replay(messages, conversation_id="c", policy=everything).messages
     swap = len(policy.why()) - len(everything.why())
     return {
-        i: size(new) + swap
+        i: size(new) + swap * placeholders_in(new)
         for i, (old, new) in enumerate(zip(messages, out, strict=True))
-        if old.get("role") == "tool" and new["content"] != old["content"]
+        if new != old
     }
+
+
+def placeholders_in(message: dict[str, Any]) -> int:
+    """The placeholders a rewritten message holds: its result, or one per elided input."""
+    if message.get("role") == "tool":
+        return 1
+    return sum("conversation_read(" in c["function"]["arguments"] for c in message["tool_calls"])
 
 
 def cache_aware(messages: list[dict[str, Any]], policy: ReplayPolicy) -> set[int]:
@@ -55,11 +70,18 @@ def cache_aware(messages: list[dict[str, Any]], policy: ReplayPolicy) -> set[int
     short = placeholder_sizes(messages, policy)
     saves = {i: size(messages[i]) - n for i, n in short.items()}
     ends = request_ends(messages)
-    candidates = {r.index for r in eligible(messages, policy, ends[-1]).results} if ends else set()
+
+    def stale_now(end: int) -> set[int]:
+        """Messages with an eligible result, or (each call of a message is as long as the
+        others, `big_input`) an eligible input."""
+        found = eligible(messages[:end], policy, end)
+        return {r.index for r in found.results} | {c.index for c in found.inputs}
+
+    candidates = stale_now(ends[-1]) if ends else set()
     applied: set[int] = set()
     pending: set[int] = set()
     for end in ends:
-        stale = {r.index for r in eligible(messages[:end], policy, end).results}
+        stale = stale_now(end)
         pending |= stale - applied
         if not pending or sum(saves[i] for i in pending) < policy.min_savings:
             continue
@@ -97,6 +119,14 @@ TIMED = [
     ReplayPolicy(elide_inputs=False, min_savings=4000),
     ReplayPolicy(elide_inputs=False, pressure_chars=8000),
 ]
+# The same rule with tool inputs: an elided input saves chars in the batch like a result.
+WITH_INPUTS = [
+    ReplayPolicy(),
+    ReplayPolicy(keep_assistant_turns=1),
+    ReplayPolicy(age_unit="assistant_turn", keep_assistant_turns=2),
+    ReplayPolicy(min_savings=4000),
+    ReplayPolicy(pressure_chars=8000),
+]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,6 +135,27 @@ def test_cache_aware_timing_follows_the_written_rule(
     messages: list[dict[str, Any]], policy: ReplayPolicy
 ) -> None:
     assert elided(messages, policy) == cache_aware(messages, policy)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=conversations("openai", big_inputs=True), policy=st.sampled_from(WITH_INPUTS))
+def test_cache_aware_timing_counts_tool_input_savings(
+    messages: list[dict[str, Any]], policy: ReplayPolicy
+) -> None:
+    assert elided(messages, policy) == cache_aware(messages, policy)
+
+
+def test_input_savings_alone_can_pay_for_a_batch() -> None:
+    """Long inputs and short results: only what the inputs save applies the batch."""
+    messages = [user("write them")]
+    for i in range(8):
+        call = oa_call((f"c{i}", "write"))
+        big_input(call, f"{i}" + "w" * 6000)
+        messages += [call, oa_result(f"c{i}", "ok")]
+    messages = with_ids(messages)
+    assert elided(messages, ReplayPolicy()) == cache_aware(messages, ReplayPolicy())
+    assert elided(messages, ReplayPolicy())  # the inputs went out
+    assert elided(messages, ReplayPolicy(elide_inputs=False)) == set()
 
 
 def agent_loop(rounds: int, result: int = 6000) -> list[dict[str, Any]]:
