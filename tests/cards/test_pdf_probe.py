@@ -3,6 +3,7 @@ get a card within bounded time, with exact facts or an honest warning."""
 
 from __future__ import annotations
 
+import io
 import os
 import time
 import zlib
@@ -280,3 +281,48 @@ def test_prev_chain_at_the_limit_is_read(tmp_path: Path) -> None:
     path.write_bytes(_chained_xref_pdf(_pdffile.MAX_XREF_SECTIONS))
     facts = pdf_facts(path)
     assert not any("sections" in w for w in facts.warnings), facts.warnings
+
+
+def test_junk_before_the_header_still_gives_the_facts(tmp_path: Path) -> None:
+    """Bytes before ``%PDF-`` (a mail header, a BOM): readers find the header in the first
+    1024 bytes, and the offsets, now off by the junk, are recovered by scanning."""
+    data = pdfgen.pdf_bytes(3, title="T", version="1.6")
+    facts = pdf_facts(write(tmp_path, b"X-Junk: mail header\r\n" * 20 + data))
+    assert (facts.pages, facts.version, facts.title) == (3, "1.6", "T")
+    assert not any("no %PDF- header" in w for w in facts.warnings)
+    late = pdf_facts(write(tmp_path, b"\0" * 1030 + data, "late.pdf"))
+    assert late.version is None
+    assert "no %PDF- header in the first 1024 bytes" in late.warnings
+
+
+def test_startxref_at_an_object_that_is_not_an_xref_stream(tmp_path: Path) -> None:
+    data = pdfgen.pdf_bytes(3)
+    catalog = data.index(b"1 0 obj")
+    body = data[: data.rindex(b"startxref")] + b"startxref\n%d\n%%%%EOF\n" % catalog
+    facts = pdf_facts(write(tmp_path, body))
+    assert facts.pages == 3
+    (unusable,) = [w for w in facts.warnings if w.startswith("cross-reference index unusable")]
+    assert "facts recovered by scanning object headers" in unusable
+
+
+@pytest.mark.parametrize(
+    ("header", "entry", "version"),
+    [
+        ("1.4", b"/Version /1.7", "1.7"),  # the catalog raises the version
+        ("1.7", b"/Version /1.4", "1.7"),  # but never lowers it
+        ("1.4", b"/Version (1.7)", "1.4"),  # a string is not a version name
+        ("1.4", b"/Version /17", "1.4"),  # nor a name that is not N.N
+        ("1.4", b"/Version /2.0", "2.0"),
+    ],
+    ids=["raises", "never-lowers", "string", "malformed", "pdf-2.0"],
+)
+def test_the_catalog_version_overrides_a_lower_header(
+    tmp_path: Path, header: str, entry: bytes, version: str
+) -> None:
+    w = pdfgen.build_text_pdf(2, version=header)
+    root = w._root  # type: ignore[attr-defined]
+    w.objects[root] = w.objects[root].replace(b"/Type /Catalog", b"/Type /Catalog " + entry)
+    out = io.BytesIO()
+    w.write(out, root=root)
+    facts = pdf_facts(write(tmp_path, out.getvalue()))
+    assert (facts.pages, facts.version, facts.warnings) == (2, version, [])

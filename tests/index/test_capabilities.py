@@ -343,3 +343,46 @@ def test_tool_call_runs_an_activated_tool_of_the_conversation(tmp_path: Path) ->
         ws.call("tool_call", {"name": "file_read", "arguments": {}}, conversation_id="c1")
     with pytest.raises(InvalidArgumentError, match="bad arguments for tool_call"):
         ws.call("tool_call", {"name": "file_read"}, conversation_id="c1")
+
+
+# One word per index field, found in that field only (a field left out of the index loses it).
+FIELDS = CapabilityIndex(
+    [
+        mcp_tool("frobnicate_widget", "Adjusts a thing."),
+        mcp_tool("other", "Lists entries.\n\nIn detail: the zeppelin hangar entries."),
+        mcp_tool("third", "Moves a record.", target="The glorp destination"),
+        mcp_tool("fourth", "Copies a record.", zyzzyva_level="How deep"),
+    ],
+    server="main",
+)
+FIELDS.add([mcp_tool("fifth", "Renames a record.")], server="quuxcorp")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("frobnicate", "frobnicate_widget"),  # name
+        ("zeppelin", "other"),  # description, past the headline
+        ("glorp", "third"),  # a parameter's description
+        ("zyzzyva", "fourth"),  # a parameter's name
+        ("quuxcorp", "fifth"),  # server
+    ],
+    ids=["name", "description", "param-description", "param-name", "server"],
+)
+def test_each_index_field_is_searched(query: str, expected: str) -> None:
+    assert [hit["name"] for hit in FIELDS.search(query)] == [expected]
+
+
+def test_the_headline_and_the_name_weigh_more_than_the_rest() -> None:
+    # The same word once in each tool, the same length of text: where it stands decides.
+    index = CapabilityIndex(
+        [
+            mcp_tool("a_tool", "Tidies folders.\n\nAlso plonk the mail."),
+            mcp_tool("b_tool", "Plonk the mail.\n\nAlso tidies folders."),
+            mcp_tool("c_tool", "Tidies folders.\n\nAlso sorts the mail.", x="plonk the mail"),
+            mcp_tool("plonk_tool", "Tidies folders.\n\nAlso sorts the mail."),
+        ],
+        server="s",
+    )
+    ranked = [hit["name"] for hit in index.search("plonk", limit=4)]
+    assert ranked == ["plonk_tool", "b_tool", "a_tool", "c_tool"]
