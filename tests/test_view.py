@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,30 @@ def playwright_or_skip() -> Any:
             pytest.fail(f"CI=true but {CHROMIUM} is missing (.ci/run installs chromium)")
         pytest.skip(f"needs Chromium at {CHROMIUM}: apt-get install chromium")
     return sync_playwright
+
+
+def log_facts(path: Path) -> tuple[str, str, str]:
+    """The oracle for a Claude Code log: its first user request (whitespace collapsed, at
+    most 120 chars) and its first and last record times, as the list shows them."""
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    times = [r["timestamp"] for r in records if isinstance(r, dict) and "timestamp" in r]
+    request = next(
+        r["message"]["content"]
+        for r in records
+        if r.get("type") == "user" and isinstance(r["message"].get("content"), str)
+    )
+    title = " ".join(request.split())
+    title = title if len(title) <= 120 else title[:119] + "…"
+
+    def shown(stamp: str) -> str:
+        return datetime.fromisoformat(stamp).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    return title, shown(times[0]), shown(times[-1])
 
 
 def largest_claude_session(transcripts: Path) -> Path:
@@ -277,14 +302,20 @@ def test_the_conversation_list_sorts_searches_and_links_to_the_message(
     rows = page.locator("table.conversations tbody tr")
     assert rows.count() == 50 < len(stats), "a page of 50"
     assert f"page 1 of {-(-len(stats) // 50)}" in page.locator(".pager").inner_text()
-    cells = page.locator("table.conversations tbody td:first-child").all_inner_texts()
+    cells = page.locator("table.conversations tbody td:first-child a.cid").all_inner_texts()
     counts = page.locator("table.conversations tbody td:nth-child(2)").all_inner_texts()
     assert {c: int(n.replace(",", "")) for c, n in zip(cells, counts, strict=True)} == {
         c: stats[c] for c in cells
     }
     page.goto(f"{server['base']}?sort=id&dir=asc")
     claude_row = page.locator("table.conversations tbody tr").first
-    assert claude_row.locator("td").first.inner_text() == "claude"
+    assert claude_row.locator("td a.cid").first.inner_text() == "claude"
+    # Titled by its first request, with the first and last times its log records.
+    title, first, last = log_facts(largest_claude_session(require_transcripts()))
+    assert claude_row.locator("td .title").inner_text() == title
+    assert claude_row.locator("td.when").all_inner_texts() == [first, last]
+    heads = page.locator("table.conversations thead th").all_inner_texts()
+    assert heads[-2:] == ["first message", "last message"]
     # replay sizes not computed yet arrive after the page, through /api/replay_stats
     expect(claude_row.locator("td.replay")).to_have_text(f"{replayed.chars_out:,}", timeout=60_000)
     expect(claude_row.locator("td.placeholders")).to_have_text(str(replayed.placeholders))
@@ -312,6 +343,13 @@ def test_the_conversation_list_sorts_searches_and_links_to_the_message(
     first.click()
     target = page.locator("#target")
     assert target.get_attribute("data-id") == hit["message_id"]
+
+    # A conversation appended through the library has no log: no first time, its last write.
+    page.goto(f"{server['base']}?sort=id&dir=desc")
+    appended = rows.filter(has=page.locator("a.cid", has_text=re.compile("^with-image$")))
+    assert appended.locator("td .title").inner_text() == "What color is this?"
+    assert appended.locator("td.when").first.inner_text() == "–"
+    assert appended.locator("td.when").last.inner_text().endswith(" UTC")
 
 
 def test_history_shows_originals_the_fold_boundary_and_raw_bytes(

@@ -5,10 +5,13 @@ shown."""
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
+from .._errors import WorkspaceError
 from .._workspace import Workspace
+from ._viewfacts import TITLE_MESSAGES, log_times, title_of
 
 __all__ = ["SERIES_POINTS", "ViewCache"]
 
@@ -25,6 +28,48 @@ class ViewCache:
         self._replays: dict[str, tuple[tuple[int, int], dict[str, int]]] = {}
         self._turns: dict[str, tuple[int, int]] = {}
         self._series: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self._titles: dict[str, tuple[int, str | None]] = {}
+        self._sources: dict[str, str | None] = {}
+        self._times: dict[str, tuple[tuple[Any, ...], tuple[float, float] | None]] = {}
+
+    def title(self, cid: str, last_seq: int) -> str | None:
+        """The first request (`title_of`); once found it never changes (append-only)."""
+        with self._lock:
+            cached = self._titles.get(cid)
+        if cached is not None and (cached[1] is not None or cached[0] == last_seq):
+            return cached[1]
+        head = [m for _, m in self.ws.message_page(cid, before=TITLE_MESSAGES + 1)]
+        found = title_of(head)
+        with self._lock:
+            self._titles[cid] = (last_seq, found)
+        return found
+
+    def log_times(self, cid: str) -> tuple[float, float] | None:
+        """The first and last times the conversation's log records (`log_times`), read again
+        only when the log file changes."""
+        with self._lock:
+            known = cid in self._sources
+            source = self._sources.get(cid)
+        if not known:  # a conversation's source is the one it was created with
+            try:
+                source = self.ws.info(cid).source
+            except WorkspaceError:
+                return None
+            with self._lock:
+                self._sources[cid] = source
+        try:
+            st = os.stat(source) if source else None
+        except OSError:
+            st = None
+        key = (source, st.st_size, st.st_mtime_ns, st.st_ino) if st else (source,)
+        with self._lock:
+            cached = self._times.get(cid)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        times = log_times(source) if st else None
+        with self._lock:
+            self._times[cid] = (key, times)
+        return times
 
     def stored_chars(self, cid: str, last_seq: int) -> int:
         """Content chars of everything stored, adding only what arrived since last asked."""

@@ -67,7 +67,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-SORTS = ("id", "messages", "stored", "replay", "folds", "placeholders", "last")
+SORTS = ("id", "first", "last", "messages", "stored", "replay", "folds", "placeholders")
 
 
 def cookie_name(port: int) -> str:
@@ -196,10 +196,14 @@ class View:
         if query:
             body.append(self._search(query))
         stats = self.ws.conversation_stats()
-        rows: list[dict[str, Any]] = [
-            {"id": s.id, "messages": s.messages, "last": s.last_written or 0.0, "stat": s}
-            for s in stats
-        ]
+        rows: list[dict[str, Any]] = []
+        for s in stats:
+            # The log's own times when it recorded them, else when the store took them.
+            times = self.cache.log_times(s.id)
+            first, last = times if times else (None, s.last_written)
+            row: dict[str, Any] = {"id": s.id, "messages": s.messages, "stat": s}
+            row.update(logged=times is not None, first=first or 0.0, last=last or 0.0)
+            rows.append(row)
         needs_all = sort in ("stored", "replay", "folds", "placeholders")
         if needs_all:
             for row in rows:
@@ -215,7 +219,9 @@ class View:
         body.append(
             f'<h1>Conversations</h1><p class="facts"><b>{len(rows):,}</b> conversations, '
             f"<b>{total_messages:,}</b> messages in <code>{esc(self.ws.home)}</code>. "
-            "Sizes are content characters; replay size is what the model receives now.</p>"
+            "Each is titled by its first request; times are the first and last message as the "
+            "log recorded them. Sizes are content characters; replay size is what the model "
+            "receives now.</p>"
         )
         if not rows:
             body.append(
@@ -230,7 +236,8 @@ class View:
             ("replay", "replay size", "num"),
             ("folds", "folds", "num"),
             ("placeholders", "placeholders", "num"),
-            ("last", "last written", ""),
+            ("first", "first message", ""),
+            ("last", "last message", ""),
         ]
         cells = []
         for key, label, cls in heads:
@@ -244,14 +251,28 @@ class View:
             )
         table = [f"<table class=conversations><thead><tr>{''.join(cells)}</tr></thead><tbody>"]
         for row in shown:
+            title = self.cache.title(row["id"], row["stat"].last_seq)
+            named = f'<div class="title">{esc(title)}</div>' if title else ""
+            if row["logged"]:
+                first_cell = f'<td class="when">{esc(_when(row["first"]))}</td>'
+                last_cell = f'<td class="when">{esc(_when(row["last"]))}</td>'
+            else:
+                first_cell = '<td class="when note" title="the log records no times">–</td>'
+                last_cell = (
+                    f'<td class="when" title="stored at (the log records no times)">'
+                    f"{esc(_when(row['stat'].last_written))}</td>"
+                )
             table.append(
-                f'<tr><td><a href="{href("/c", id=row["id"])}">{esc(row["id"])}</a></td>'
+                f'<tr><td><a class="cid" href="{href("/c", id=row["id"])}">{esc(row["id"])}</a>'
+                f"{named}</td>"
                 f'<td class="num">{row["messages"]:,}</td>'
-                f'<td class="num">{chars(row["stored"])}</td>'
+                f'<td class="num stored">{chars(row["stored"])}</td>'
                 + self._lazy(row)
                 + f'<td class="num">{row["folds"]}</td>'
                 + self._lazy(row, "placeholders")
-                + f"<td>{esc(_when(row['stat'].last_written))}</td></tr>"
+                + first_cell
+                + last_cell
+                + "</tr>"
             )
         table.append("</tbody></table>")
         body.append("".join(table))
