@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -177,7 +178,7 @@ class Store:
                 (self.identity,) = db.execute(
                     "SELECT value FROM meta WHERE key='store_id'"
                 ).fetchone()
-                self._db = db
+                self._hold(db)
                 return
             except BaseException as exc:
                 if db is not None:
@@ -233,10 +234,16 @@ class Store:
                     f"{found}, this one reads {LATEST}): open it once where the home can be "
                     "written, to upgrade it"
                 )
-            self._db = db
+            self._hold(db)
             return
         assert failure is not None
         raise _db_error(f"{why}; reading the store failed too", failure)
+
+    def _hold(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        # A store dropped without close() closes its connection when it is collected (Python
+        # 3.13 warns about a connection left open, and its file handles would linger).
+        weakref.finalize(self, db.close)
 
     def close(self) -> None:
         with self._lock:

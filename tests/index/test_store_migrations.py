@@ -340,10 +340,27 @@ def test_a_store_from_a_newer_leanreplay_is_refused_in_one_line(tmp_path: Path) 
         Workspace(tmp_path)
     assert "\n" not in str(info.value)
     assert f"version {LATEST + 1}" in str(info.value)
+    assert f"knows versions up to {LATEST})" in str(info.value)
     assert path.read_bytes() == before
     result = CliRunner().invoke(cli, ["--home", str(tmp_path), "conversations"])
     assert result.exit_code != 0
     assert result.output.strip().splitlines() == [f"Error: {info.value}"]
+
+
+def test_an_up_to_date_store_opens_without_taking_the_write_lock(tmp_path: Path) -> None:
+    """Opening a store at the latest version writes nothing: it opens at once while another
+    process holds the write lock."""
+    Workspace(tmp_path).close()
+    path = tmp_path / "store.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    db = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        assert migrate(db) == []
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        db.close()
 
 
 def _step_that_fails(db: sqlite3.Connection) -> None:
@@ -532,9 +549,9 @@ def test_the_sizes_backfill_reads_the_store_in_batches(
     finally:
         tracemalloc.stop()
     sizes = db.execute(
-        "SELECT COUNT(*), MIN(chars), MAX(chars) FROM messages WHERE conversation_id='big'"
+        "SELECT COUNT(chars), MIN(chars), MAX(chars) FROM messages WHERE conversation_id='big'"
     )
-    assert sizes.fetchone() == (rows, 4_000, 4_000)
+    assert sizes.fetchone() == (rows, 4_000, 4_000)  # every row measured, none left NULL
     db.close()
     store_bytes = rows * len(text)
     assert peak < store_bytes / 4, f"peak {peak:,} bytes for {store_bytes:,} bytes of bodies"
