@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from leanreplay.placeholders import SPLIT_KEY, content_chars, role_of
+from leanreplay.placeholders import SPLIT_KEY, content_chars, nested_deeper, role_of
 
 from .._errors import (
     BusyError,
@@ -48,6 +48,9 @@ __all__ = [
 
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process before BusyError
 MAX_ID_CHARS = 256
+# Levels of lists and dicts one message may nest: where Python 3.11's JSON encoder stopped
+# (3.12 and later go about ten times deeper), the same on every Python.
+MAX_MESSAGE_DEPTH = 950
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -133,12 +136,18 @@ def _plain(value: Any) -> Any:
 
 def encode_message(message: Mapping[str, Any]) -> str:
     """The stored text of a message; refuses what JSON cannot carry exactly."""
+    too_deep = InvalidArgumentError(
+        f"message nests lists and dicts too deeply to store (over {MAX_MESSAGE_DEPTH:,} "
+        "levels); flatten it"
+    )
+    # Checked, not left to the encoder: Python 3.11's stops near 1,000 levels, 3.12's near
+    # 10,000, and the readers walk what is stored with Python's own recursion.
+    if nested_deeper(message, MAX_MESSAGE_DEPTH):
+        raise too_deep
     try:
         body = _ENCODER.encode(message)
     except RecursionError:
-        raise InvalidArgumentError(
-            "message nests lists and dicts too deeply to store (over ~1,000 levels); flatten it"
-        ) from None
+        raise too_deep from None
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"message is not JSON data ({exc}); send only str, numbers, bools, null, lists, dicts"

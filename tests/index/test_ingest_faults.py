@@ -4,6 +4,7 @@ ingest window, attachment rows lost by an older version, hostile attachment titl
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -91,7 +92,12 @@ def _attachment_log(path: Path, payload: bytes, title: str = "scan.png") -> None
 
 def _stored_rows(store: Path) -> int:
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=0.1) as db:
+        with (
+            contextlib.closing(
+                sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=0.1)
+            ) as db,
+            db,
+        ):
             return int(db.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
     except sqlite3.Error:
         return 0
@@ -134,7 +140,7 @@ def test_reingest_repairs_cards_an_older_version_lost(tmp_path: Path) -> None:
     _attachment_log(log, (REPO / "sample_files" / "red_64x48.png").read_bytes())
     with Workspace(tmp_path / "home") as ws:
         ws.ingest(log)
-    with sqlite3.connect(tmp_path / "home" / "store.sqlite3") as db:
+    with contextlib.closing(sqlite3.connect(tmp_path / "home" / "store.sqlite3")) as db, db:
         db.execute("DELETE FROM attachments")  # what a kill between two commits left
     with Workspace(tmp_path / "home") as ws:
         assert ws.replay("scan").messages[0]["content"][1]["type"] == "image"

@@ -268,7 +268,7 @@ def assert_migrated(path: Path, before: dict[str, Any]) -> None:
         assert len(store.identity) == 32
         assert after["meta"]["schema"] == "1"
         # Each step recorded once, by name, in order.
-        with sqlite3.connect(path) as db:
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
             recorded = db.execute("SELECT version, name FROM migrations ORDER BY version")
             assert recorded.fetchall() == [(n, m.name) for n, m in enumerate(MIGRATIONS, 1)]
         # The store works: the next append continues the order and has its time and size.
@@ -297,7 +297,7 @@ def test_a_store_of_every_earlier_release_opens_with_its_data_intact(
     assert before["user_version"] == 0
     assert_migrated(path, before)
     # And a store migrated once is opened again without another step.
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         assert db.execute("SELECT COUNT(*) FROM migrations").fetchone() == (LATEST,)
 
 
@@ -323,7 +323,7 @@ def test_a_new_store_takes_the_same_steps(tmp_path: Path) -> None:
     again = Store(str(tmp_path))
     again.close()
     assert again.migrated == []
-    with sqlite3.connect(tmp_path / "store.sqlite3") as db:
+    with contextlib.closing(sqlite3.connect(tmp_path / "store.sqlite3")) as db, db:
         assert db.execute("PRAGMA user_version").fetchone() == (LATEST,)
         names = [r[0] for r in db.execute("SELECT name FROM migrations ORDER BY version")]
     assert names == [m.name for m in MIGRATIONS]
@@ -333,7 +333,7 @@ def test_a_new_store_takes_the_same_steps(tmp_path: Path) -> None:
 def test_a_store_from_a_newer_leanreplay_is_refused_in_one_line(tmp_path: Path) -> None:
     Workspace(tmp_path).close()
     path = tmp_path / "store.sqlite3"
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         db.execute(f"PRAGMA user_version={LATEST + 1}")
     before = path.read_bytes()
     with pytest.raises(StoreVersionError, match="newer leanreplay .*upgrade leanreplay") as info:
@@ -386,7 +386,7 @@ def test_a_failed_step_leaves_the_old_file_as_it_was(tmp_path: Path) -> None:
 
 def test_a_store_whose_old_rows_cannot_be_measured_is_left_unchanged(tmp_path: Path) -> None:
     path = legacy_store(tmp_path / "home", TURN1)
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         db.execute("UPDATE messages SET body = '{\"role\": \"user\", ' WHERE id = 'b'")
     before = dump(path)
     with pytest.raises(StoreError, match=r"cannot upgrade the store at step 4 \(message sizes\)"):
@@ -417,7 +417,7 @@ def test_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Path) 
         w.join(30)
     names = [m.name for m in MIGRATIONS]
     assert sorted(results, key=len) == [[], [], names]  # one process ran the steps
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         rows = db.execute("SELECT version, name FROM migrations ORDER BY version").fetchall()
     assert rows == [(n, m.name) for n, m in enumerate(MIGRATIONS, 1)]
     assert_migrated(path, before)

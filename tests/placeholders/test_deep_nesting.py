@@ -5,6 +5,7 @@ inside tool results are walked without recursion, and sizes are measured to the 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from leanreplay.placeholders import (
 )
 from leanreplay.placeholders._shapes import _walked_json_chars, json_chars, load_input
 
-DEEP = 5_000  # far past Python's recursion limit
+DEEP = 30_000  # far past the JSON module's limit on every Python (3.11: ~1,000; 3.13: ~10,000)
 BIG = "y" * 3_000  # a string field long enough to be elided when inspected
 
 
@@ -110,8 +111,9 @@ def responses(depth: int) -> list[dict[str, Any]]:
 def test_the_openai_arguments_of_the_report_are_over_2_kb_and_too_deep_to_parse() -> None:
     text = arguments(1_000)
     assert len(text) > 2_000
-    with pytest.raises(RecursionError):
-        json.loads(text)
+    if sys.version_info < (3, 12):  # later versions parse it; the rule below holds on all
+        with pytest.raises(RecursionError):
+            json.loads(text)
     with pytest.raises(ValueError, match=f"nested deeper than {MAX_INSPECT_DEPTH} levels"):
         load_input(text)
 
