@@ -58,7 +58,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "capabilities": (
         ["leanreplay/index/search/_capabilities.py"],
-        ["tests/index/test_capabilities.py", "tests/index/test_tool_registry.py"],
+        ["tests/index/test_capabilities.py"],
     ),
     "tables": (
         ["leanreplay/index/tools/_tables.py"],
