@@ -12,7 +12,7 @@ from typing import Any
 
 from leanreplay.cards import CardError
 from leanreplay.index._errors import InvalidArgumentError, WorkspaceError
-from leanreplay.index._workspace import META_TOOLS, TOOL_NAMES, Workspace
+from leanreplay.index._workspace import META_TOOLS, TOOL_NAMES, Workspace, tool_schemas
 from leanreplay.placeholders import PlaceholderError
 
 __all__ = [
@@ -36,6 +36,17 @@ def missing_framework(module: str, extra: str, exc: ImportError) -> ImportError:
         f"{module} needs the {extra} extra ({missing} is not installed): "
         f"pip install 'leanreplay[{extra}]'"
     )
+
+
+def function_schemas(ws: Workspace, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The function schemas of ``names`` (ours, as the workspace registers them), for
+    `lean_tools` of either framework; an unknown name is refused naming the ones there are."""
+    unknown = sorted(set(names) - set(INTEGRATION_TOOLS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown tools {', '.join(unknown)}; lean_tools gives {', '.join(INTEGRATION_TOOLS)}"
+        )
+    return {s["function"]["name"]: s["function"] for s in tool_schemas("openai", workspace=ws)}
 
 
 def as_workspace(workspace: Workspace | str | os.PathLike[str]) -> Workspace:

@@ -25,11 +25,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from leanreplay.index._errors import InvalidArgumentError
-from leanreplay.index._workspace import Workspace, tool_schemas
+from leanreplay.index._workspace import Workspace
 from leanreplay.index.store._store import check_id
 from leanreplay.placeholders import ReplayPolicy, for_provider
 
-from ._common import INTEGRATION_TOOLS, answer, as_workspace, missing_framework
+from ._common import (
+    INTEGRATION_TOOLS,
+    answer,
+    as_workspace,
+    function_schemas,
+    missing_framework,
+)
 from ._items import canonical, restore, store_items, unstored
 
 try:
@@ -202,12 +208,7 @@ def lean_tools(
     descriptions and error texts (an error is the tool message's text, status ``error``).
     An image comes back as an image content block."""
     ws = as_workspace(workspace)
-    unknown = sorted(set(names) - set(INTEGRATION_TOOLS))
-    if unknown:
-        raise InvalidArgumentError(
-            f"unknown tools {', '.join(unknown)}; lean_tools gives {', '.join(INTEGRATION_TOOLS)}"
-        )
-    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas("openai", workspace=ws)}
+    schemas = function_schemas(ws, names)
     return [_tool(ws, name, schemas[name]) for name in names]
 
 

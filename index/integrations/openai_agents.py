@@ -25,11 +25,17 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from leanreplay.index._errors import InvalidArgumentError
-from leanreplay.index._workspace import Workspace, tool_schemas
+from leanreplay.index._workspace import Workspace
 from leanreplay.index.store._store import check_id
 from leanreplay.placeholders import ReplayPolicy, check_int
 
-from ._common import INTEGRATION_TOOLS, answer, as_workspace, missing_framework
+from ._common import (
+    INTEGRATION_TOOLS,
+    answer,
+    as_workspace,
+    function_schemas,
+    missing_framework,
+)
 from ._items import count, last_stored, lean_items, store_items, unstored
 
 try:
@@ -215,12 +221,7 @@ def lean_tools(
     placeholder elided) as the SDK's function tools: leanreplay's schemas, descriptions and
     error texts. An image comes back as an image input."""
     ws = as_workspace(workspace)
-    unknown = sorted(set(names) - set(INTEGRATION_TOOLS))
-    if unknown:
-        raise InvalidArgumentError(
-            f"unknown tools {', '.join(unknown)}; lean_tools gives {', '.join(INTEGRATION_TOOLS)}"
-        )
-    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas("openai", workspace=ws)}
+    schemas = function_schemas(ws, names)
     return [_function_tool(ws, name, schemas[name]) for name in names]
 
 
