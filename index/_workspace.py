@@ -453,6 +453,11 @@ class Workspace:
         """Content chars of the messages after position ``after`` (sizes kept at append)."""
         return self._store.chars_after(self._visible(conversation_id), after)
 
+    def stored_times(self, conversation_id: str, *, after: int = 0) -> dict[str, float]:
+        """When each message after position ``after`` was stored (unix seconds), by message
+        id: the ``times`` `replay` reads to know when the provider's cache has expired."""
+        return self._store.times(self._visible(conversation_id), after_seq=after)
+
     def attachment_cards(self, conversation_id: str) -> dict[tuple[str, int], str]:
         """The card of each saved inline attachment, by (message id, block index)."""
         return self._store.attachment_cards(self._visible(conversation_id))

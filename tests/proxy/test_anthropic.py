@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -358,3 +359,35 @@ def test_thinking_and_tool_calls_stream_through(proxy: Proxy) -> None:
     assert kinds == ["thinking", "text", "tool_use"]
     assert final.content[0].signature == "sig-123"  # type: ignore[union-attr]
     assert final.stop_reason == "tool_use"
+
+
+def test_a_request_after_the_cache_expired_applies_the_waiting_elisions(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """The proxy times each request by its arrival (``ProxyConfig.clock``) and the store's
+    append times: a request more than the cache's TTL after the one before it is written in
+    full anyway, so the cache-aware replay applies the elisions it was waiting to pay for."""
+    upstream.script.clear()
+    upstream.default = answer("ok")
+    later = [0.0]  # seconds the clock runs ahead of the store's append times
+    sent = {}
+    for name, gap in (("warm", 0.0), ("expired", 3600.0)):
+        running, close = start_proxy(
+            tmp_path / name, upstream, clock=lambda: time.time() + later[0]
+        )
+        try:
+            later[0] = 0.0
+            for turns in (1, 2):
+                post(running, body(history(turns)))
+                assert running.app.settle()
+            later[0] = gap
+            post(running, body(history(3)))
+            sent[name] = upstream.requests[-1].json["messages"]
+        finally:
+            close()  # type: ignore[operator]
+    # Within the TTL, eliding exchange 0's result would rewrite more than it saves: it waits.
+    assert sent["warm"][2]["content"][0]["content"] == BIG
+    # An hour later the cache is gone: the stale result goes as its placeholder at once.
+    assert sent["expired"][2]["content"][0]["content"].startswith(PLACEHOLDER_MARKER)
+    assert sent["expired"][-3]["content"][0]["content"] == BIG  # the recent ones stay
+    assert check_pairing(sent["expired"]) == []

@@ -15,6 +15,7 @@ import hmac
 import json
 import re
 import threading
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -115,6 +116,9 @@ class ProxyConfig:
         token: required in the `TOKEN_HEADER` header of every request when set (a proxy
             bound beyond loopback).
         policy: the replay policy (the library's default, cache-aware).
+        clock: the time a request arrives (unix seconds; `time.time`): with the store's
+            append times, what tells the replay that the provider's cache expired since
+            the conversation's request before it (`replay`'s ``now``).
     """
 
     upstream: str
@@ -126,6 +130,7 @@ class ProxyConfig:
     connect_timeout: float = CONNECT_TIMEOUT_S
     upstream_timeout: float = UPSTREAM_TIMEOUT_S
     max_rounds: int = MAX_ROUNDS
+    clock: Callable[[], float] = time.time
     apis: Mapping[str, Api] = field(
         default_factory=lambda: {a.path: a for a in (Anthropic(), Chat(), Responses())}
     )
@@ -327,6 +332,7 @@ class _Proxy:
     # the lean path
 
     async def _lean(self, request: Request, api: Api, sessions: list[_Session]) -> Response:
+        arrived = self.config.clock()  # how the replay knows the provider's cache expired
         body = await self._body(request)
         try:
             text = body.decode("utf-8")
@@ -347,7 +353,7 @@ class _Proxy:
             except InvalidArgumentError as exc:
                 raise ProxyError(400, f"{exc}; send a short printable id") from None
         try:
-            prepared = await anyio.to_thread.run_sync(self._prepare, api, parsed, header)
+            prepared = await anyio.to_thread.run_sync(self._prepare, api, parsed, header, arrived)
         except (InvalidArgumentError, PlaceholderError):
             # History the store or the replay cannot take: the upstream judges it as it came.
             return await self._forward(request, body)
@@ -366,7 +372,9 @@ class _Proxy:
             return await session.stream()
         return await session.complete()
 
-    def _prepare(self, api: Api, request: ClientRequest, header: str | None) -> _Prepared:
+    def _prepare(
+        self, api: Api, request: ClientRequest, header: str | None, now: float | None = None
+    ) -> _Prepared:
         chain = digests(request)
         base = family(api, request, header, chain)
         check_id("conversation id", base)
@@ -375,7 +383,7 @@ class _Proxy:
         )
         names = our_tools(self.ws, match.conversation_id, api.declared_tools(request))
         tools = schemas(names)
-        lean = build(self.ws, api, request, match, tools, self.policy)
+        lean = build(self.ws, api, request, match, tools, self.policy, now)
         return _Prepared(match, lean, tools, frozenset(names), list(chain))
 
 

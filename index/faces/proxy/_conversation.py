@@ -602,9 +602,12 @@ def build(
     match: Match,
     tools: Sequence[Mapping[str, Any]],
     policy: ReplayPolicy | None = None,
+    now: float | None = None,
 ) -> Lean:
     """The lean body for the request: the stored conversation replayed (the client's
-    messages in this request's bytes), our tools after the client's."""
+    messages in this request's bytes), our tools after the client's. ``now`` is when the
+    request arrived (unix seconds): with the store's append times, what tells the replay
+    that the provider's cache has expired since the request before it."""
     inputs: list[dict[str, Any]] = []
     sources: dict[int, int] = {}  # id() of an input message -> index of the request message
     for message in match.stored:
@@ -615,7 +618,7 @@ def build(
             message = {**value, "id": mid}
             sources[id(message)] = j
         inputs.append(message)
-    result = _lean(ws, api, match.conversation_id, inputs, policy)
+    result = _lean(ws, api, match.conversation_id, inputs, policy, now)
     return render(api, request, match, result, result.messages, tools, sources)
 
 
@@ -674,11 +677,13 @@ def _lean(
     cid: str,
     inputs: list[dict[str, Any]],
     policy: ReplayPolicy | None,
+    now: float | None = None,
 ) -> ReplayResult:
     messages = _cards(inputs, ws.attachment_cards(cid))
     if api.name == "anthropic":
         messages = _join_pending(messages)
     fold = ws.fold_state(cid)
+    through = 0
     if fold is not None:
         through = fold["summarized_through_message"]
         lead = 0
@@ -688,7 +693,9 @@ def _lean(
             cid, fold["summary"], fold["summarized_through_message_id"], fold["generation"]
         )
         messages = messages[:lead] + prefix + messages[max(through, lead) :]
-    return replay(messages, conversation_id=cid, policy=policy)
+    # The request's new messages may be stored after it goes upstream: ``now`` times it.
+    times = ws.stored_times(cid, after=through)
+    return replay(messages, conversation_id=cid, policy=policy, times=times, now=now)
 
 
 def _render(
