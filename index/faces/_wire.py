@@ -7,6 +7,12 @@ leaves the request that line answered waiting. Here every line is capped at
 is too long or not JSON-RPC is answered, for the request id its head names, with an error
 the session hands back to the waiting call. Streamable-HTTP upstreams get the same cap on a
 JSON body and on one SSE event.
+
+A stdio upstream also takes raw ``tools/call`` requests beside its SDK session (`Relay`): the
+gateway's fast path for forwarded calls, which skips the SDK's model round trips on both ends.
+The relay's ids and progress tokens are strings the SDK's own (integers) never are, its
+replies are taken off the wire before the session sees them, and every bound above holds for
+them too: a reply over the cap or not JSON-RPC answers the relayed call with the same error.
 """
 
 from __future__ import annotations
@@ -26,13 +32,25 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
-from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp_types import (
+    INTERNAL_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 
 __all__ = [
     "MAX_UPSTREAM_MESSAGE_BYTES",
     "Oversized",
+    "Relay",
+    "RelayClosed",
     "capped_lines",
+    "dumps",
+    "no_constants",
     "http_upstream",
     "parse_line",
     "request_id",
@@ -42,6 +60,7 @@ __all__ = [
 MAX_UPSTREAM_MESSAGE_BYTES = 32 * 1024 * 1024  # one JSON-RPC message from an upstream
 HEAD_BYTES = 4096  # what is kept of an oversized or broken line, to find its id
 EXIT_GRACE_S = 2.0  # an upstream gets this long to exit once its stdin closes
+CANCEL_WRITE_S = 1.0  # a courtesy notifications/cancelled gets this long to be written
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,256}"|-?\d{1,18})')
 
 
@@ -134,7 +153,193 @@ async def _exited(process: Process, timeout: float) -> bool:
     return False
 
 
-Tap = Callable[[bytes], Awaitable[bool]]
+def dumps(message: object) -> bytes:
+    """One JSON-RPC line, newline included, as compact as the SDK writes it; text with a lone
+    surrogate (which UTF-8 cannot carry) is written escaped."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def no_constants(name: str) -> Any:
+    """For `json.loads`: NaN and Infinity are not JSON. A line with them is left to the SDK's
+    parser, which takes them and writes them as null."""
+    raise ValueError(f"{name} is not JSON")
+
+
+class RelayClosed(Exception):
+    """The upstream's connection ended before it answered a relayed call."""
+
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass
+class _Waiting:
+    done: anyio.Event
+    on_progress: Progress | None
+    answer: dict[str, Any] | None = None  # {"result": {...}} or {"error": {...}}
+
+
+class Relay:
+    """Raw ``tools/call`` requests to one stdio upstream, beside its SDK session.
+
+    A request goes out as the session would send it: the ``_meta`` envelope its session
+    stamps on every request on a 2026-07-28 connection (seen on the session's own requests),
+    an id and progress token of this relay's own (``"leanreplay-N"``: the SDK numbers its
+    requests). The reply comes back as the JSON the upstream sent, not as SDK models.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, _Waiting] = {}
+        self._send: Callable[[bytes], Awaitable[None]] | None = None
+        self._count = 0
+        self.envelope: dict[str, Any] = {}  # the session's request _meta, less progressToken
+
+    @property
+    def open(self) -> bool:
+        return self._send is not None
+
+    async def call(
+        self, params: dict[str, Any], on_progress: Progress | None, timeout: float
+    ) -> dict[str, Any]:
+        """Send ``tools/call`` with ``params`` and wait for the answer: ``{"result": ...}`` or
+        ``{"error": ...}`` as the upstream wrote it.
+
+        Raises:
+            TimeoutError: no answer within ``timeout`` seconds (the upstream is told the
+                request is cancelled, as the SDK's session tells it).
+            RelayClosed: the connection ended first.
+        """
+        send = self._send
+        if send is None:
+            raise RelayClosed
+        self._count += 1
+        rid = f"leanreplay-{self._count}"
+        meta = dict(self.envelope)
+        if on_progress is not None:
+            meta["progressToken"] = rid
+        request = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+        if meta:
+            request["params"] = {**params, "_meta": meta}
+        waiting = self._waiting[rid] = _Waiting(anyio.Event(), on_progress)
+        try:
+            try:
+                await send(dumps(request))
+                with anyio.move_on_after(timeout) as scope:
+                    await waiting.done.wait()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._cancel(rid, "caller cancelled")
+                raise
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                raise RelayClosed from None
+            if scope.cancelled_caught:
+                await self._cancel(rid, f"timed out after {timeout:g}s")
+                raise TimeoutError
+        finally:
+            del self._waiting[rid]
+        if waiting.answer is None:
+            raise RelayClosed
+        return waiting.answer
+
+    async def _cancel(self, rid: str, reason: str) -> None:
+        send = self._send
+        if send is None:
+            return
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": rid, "reason": reason},
+        }
+        with anyio.move_on_after(CANCEL_WRITE_S), contextlib.suppress(Exception):
+            await send(dumps(note))
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._waiting)
+
+    def _answer(self, rid: object, answer: dict[str, Any]) -> bool:
+        waiting = self._waiting.get(rid) if isinstance(rid, str) else None
+        if waiting is None or waiting.done.is_set():
+            return False
+        waiting.answer = answer
+        waiting.done.set()
+        return True
+
+    async def take_line(self, line: bytes) -> bool:
+        """True when ``line`` answers a relayed call (or reports its progress): it is taken.
+        Anything else, or a line this cannot read, is left to the session and `take`."""
+        try:
+            message = json.loads(line, parse_constant=no_constants)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        if "method" in message:
+            params = message.get("params")
+            if message["method"] != "notifications/progress" or not isinstance(params, dict):
+                return False
+            token, done = params.get("progressToken"), params.get("progress")
+            waiting = self._waiting.get(token) if isinstance(token, str) else None
+            if waiting is None or waiting.on_progress is None:
+                return False
+            total, said = params.get("total"), params.get("message")
+            if isinstance(done, int | float) and not isinstance(done, bool):
+                with contextlib.suppress(Exception):
+                    await waiting.on_progress(
+                        float(done),
+                        float(total) if isinstance(total, int | float) else None,
+                        said if isinstance(said, str) else None,
+                    )
+            return True
+        result, error = message.get("result"), message.get("error")
+        if isinstance(result, dict) and "error" not in message:
+            return self._answer(message.get("id"), {"result": result})
+        if (
+            isinstance(error, dict)
+            and "result" not in message
+            and isinstance(error.get("code"), int)
+            and isinstance(error.get("message"), str)
+        ):
+            return self._answer(message.get("id"), {"error": error})
+        return False  # not a well-formed answer: the session's parser says what is wrong
+
+    def take(self, message: SessionMessage | Exception | None) -> bool:
+        """True when a parsed upstream ``message`` answers a relayed call: an error for a line
+        too long or not JSON-RPC (`parse_line`), or an answer `take_line` could not read."""
+        if not isinstance(message, SessionMessage):
+            return False
+        inner = message.message
+        if isinstance(inner, JSONRPCError):
+            error = inner.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return self._answer(inner.id, {"error": error})
+        if isinstance(inner, JSONRPCResponse):
+            # As JSON again (a NaN the parser took is null): it is written to the client as is.
+            return self._answer(inner.id, {"result": inner.model_dump(mode="json")["result"]})
+        return False
+
+    def saw(self, message: SessionMessage) -> None:
+        """Keep the envelope the session stamps on its requests (2026-07-28 connections)."""
+        inner = message.message
+        if isinstance(inner, JSONRPCRequest) and isinstance(inner.params, dict):
+            meta = inner.params.get("_meta")
+            if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
+                self.envelope = {k: v for k, v in meta.items() if k != "progressToken"}
+
+    def attach(self, send: Callable[[bytes], Awaitable[None]]) -> None:
+        self._send = send
+
+    def close(self) -> None:
+        """The connection ended: every call still waiting fails with `RelayClosed`."""
+        self._send = None
+        for waiting in self._waiting.values():
+            waiting.done.set()
+
+
+async def _taken(relay: Relay | None, line: bytes) -> bool:
+    return relay is not None and await relay.take_line(line)
 
 
 @contextlib.asynccontextmanager
@@ -142,12 +347,12 @@ async def stdio_upstream(
     params: StdioServerParameters,
     *,
     cap: int = MAX_UPSTREAM_MESSAGE_BYTES,
-    tap: Tap | None = None,
+    relay: Relay | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Run ``params``' command in its own process group and speak JSON-RPC lines with it.
 
-    ``tap(line)`` sees each complete line first; when it returns True the line was taken
-    (a relayed reply) and the session never sees it.
+    With a ``relay``, the relay writes its requests to the same stdin, and takes every line
+    that answers one of them before the session sees it.
     """
     process = await anyio.open_process(
         [params.command, *params.args],
@@ -164,21 +369,30 @@ async def stdio_upstream(
     stdout, stdin = process.stdout, process.stdin
 
     async def reader() -> None:
-        async with read_send:
-            async for line in capped_lines(stdout, cap):
-                if tap is not None and isinstance(line, bytes) and await tap(line):
-                    continue
-                message = parse_line(line, cap)
-                if message is not None:
-                    try:
-                        await read_send.send(message)
-                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                        return
+        try:
+            async with read_send:
+                async for line in capped_lines(stdout, cap):
+                    relayed = relay is not None and relay.waiting
+                    if relayed and isinstance(line, bytes) and await _taken(relay, line):
+                        continue
+                    message = parse_line(line, cap)
+                    if relayed and relay is not None and relay.take(message):
+                        continue
+                    if message is not None:
+                        try:
+                            await read_send.send(message)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return
+        finally:
+            if relay is not None:
+                relay.close()  # the upstream's output ended: relayed calls fail at once
 
     async def writer() -> None:
         try:
             async with write_recv:
                 async for outgoing in write_recv:
+                    if relay is not None:
+                        relay.saw(outgoing)
                     data = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send(data.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -189,9 +403,13 @@ async def stdio_upstream(
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
         tg.start_soon(writer)
+        if relay is not None:
+            relay.attach(stdin.send)
         try:
             yield read_recv, write_send
         finally:
+            if relay is not None:
+                relay.close()
             with anyio.CancelScope(shield=True):
                 write_send.close()
                 with anyio.move_on_after(0.5):

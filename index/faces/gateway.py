@@ -7,7 +7,10 @@ index. The gateway lists only leanreplay's tools (``tool_search`` and ``tool_act
 among them) plus what has been activated, so a request no longer carries every schema of
 every server. Calls to an activated upstream tool are forwarded; the upstream's result or
 error comes back unchanged and its progress is relayed. An upstream that dies is reported as
-a tool error and restarted once.
+a tool error and restarted once. Over stdio, a call to an activated tool of a stdio upstream is
+relayed as JSON (`_FastPath`), without the SDK's request handling on either side; what comes
+back and every error are as on the SDK path, except that a field the SDK's models do not
+know is passed on rather than dropped.
 
 The gateway advertises ``tools.listChanged`` and sends ``notifications/tools/list_changed``
 at each activation. A client that keeps its tools list fixed (or ignores the notification)
@@ -31,15 +34,17 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import math
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server import NotificationOptions
@@ -47,19 +52,25 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    PROTOCOL_VERSION_META_KEY,
     REQUEST_TIMEOUT,
+    SERVER_INFO_META_KEY,
     BlobResourceContents,
     CallToolResult,
+    ErrorData,
     GetPromptResult,
     Prompt,
     Resource,
     ResourceTemplate,
     Tool,
 )
+from mcp_types.methods import SERVER_RESULTS
+from pydantic import TypeAdapter
 
 from leanreplay.cards import quote
 
@@ -67,7 +78,7 @@ from .._errors import InvalidArgumentError
 from .._tools import tools_of
 from .._workspace import Workspace
 from ..search._capabilities import tool_problem
-from ._wire import http_upstream, stdio_upstream
+from ._wire import Relay, RelayClosed, dumps, http_upstream, no_constants, stdio_upstream
 from .server import HttpPolicy, WorkspaceServer, http_app, server_instructions
 
 __all__ = [
@@ -109,8 +120,9 @@ class UpstreamSpec:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
 
-    def transport(self) -> Any:
-        """The wire to this upstream: every reply bounded (`MAX_UPSTREAM_MESSAGE_BYTES`)."""
+    def transport(self, relay: Relay | None = None) -> Any:
+        """The wire to this upstream: every reply bounded (`MAX_UPSTREAM_MESSAGE_BYTES`);
+        a stdio one takes ``relay``'s raw requests too."""
         if self.url is not None:
             return http_upstream(self.url, dict(self.headers))
         assert self.command is not None
@@ -120,7 +132,7 @@ class UpstreamSpec:
             env=dict(self.env) if self.env is not None else None,
             cwd=self.cwd,
         )
-        return stdio_upstream(params)
+        return stdio_upstream(params, relay=relay)
 
 
 def _strings(value: object, what: str) -> list[str]:
@@ -227,6 +239,7 @@ class Upstream:
         self.start_timeout = start_timeout
         self.call_timeout = call_timeout
         self.client: Client | None = None
+        self.relay: Relay | None = None  # raw tools/call beside the client (stdio only)
         self.tools: list[Tool] = []
         self.error: str | None = None
         self.restarts = 0
@@ -254,11 +267,12 @@ class Upstream:
                 # an upstream that never answers must not hold the gateway. The deadline is
                 # lifted once the tools are listed.
                 with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as scope:
-                    async with Client(self.spec.transport()) as client:
+                    relay = Relay() if self.spec.url is None else None
+                    async with Client(self.spec.transport(relay)) as client:
                         _relay_as_is(client)
                         self.tools = await _all_tools(client)
                         scope.deadline = math.inf
-                        self.client, self.error = client, None
+                        self.client, self.relay, self.error = client, relay, None
                         self.attempts, counted = self.attempts + 1, True
                         self.ready.set()
                         await self._lost.wait()
@@ -270,7 +284,7 @@ class Upstream:
                 cause = _first_leaf(exc)
                 self._failed(f"{type(cause).__name__}: {cause}")
             finally:
-                self.client = None
+                self.client = self.relay = None
             if not counted:
                 self.attempts += 1
             self.ready.set()
@@ -283,7 +297,7 @@ class Upstream:
         """Ask the supervisor to reconnect once; True when the upstream is back."""
         if self.restarts >= MAX_RESTARTS:
             self.error = f"it stopped again after {MAX_RESTARTS} restart(s)"
-            self.client = None  # no later call may use the dead connection
+            self.client = self.relay = None  # no later call may use the dead connection
             self._lost.set()  # the supervisor lets go of it and ends
             return False
         target = self.attempts + 1
@@ -293,6 +307,12 @@ class Upstream:
                 await anyio.sleep(0.02)
         return self.client is not None
 
+    def _not_running(self) -> ToolError:
+        return ToolError(
+            f"upstream server {self.name!r} is not running ({self.error or 'stopped'}); "
+            "its tools cannot be called now"
+        )
+
     async def call(
         self, tool: str, arguments: dict[str, Any], context: Context[Any, Any] | None
     ) -> CallToolResult:
@@ -300,10 +320,7 @@ class Upstream:
         A call unanswered after ``call_timeout`` seconds is a tool error naming the upstream."""
         client = self.client
         if client is None:
-            raise ToolError(
-                f"upstream server {self.name!r} is not running ({self.error or 'stopped'}); "
-                "its tools cannot be called now"
-            )
+            raise self._not_running()
 
         async def relay(progress: float, total: float | None, message: str | None) -> None:
             if context is not None:
@@ -315,24 +332,71 @@ class Upstream:
                 tool, arguments, read_timeout_seconds=self.call_timeout, progress_callback=relay
             )
         except Exception as exc:  # noqa: BLE001 - every failure becomes a sentence for the model
-            if isinstance(exc, MCPError) and exc.error.code == REQUEST_TIMEOUT:
-                raise ToolError(
-                    f"upstream server {self.name!r} did not answer {tool} within "
-                    f"{self.call_timeout:g} s; the call was cancelled"
-                ) from None
-            if not _connection_lost(exc):
-                raise ToolError(
-                    f"upstream server {self.name!r} answered {tool} with an error: {_said(exc)}"
-                ) from None
-            back = await self.restart()
-            raise ToolError(
-                f"upstream server {self.name!r} stopped during {tool} ({_said(exc)}); "
-                + (
-                    "it was restarted: call the tool again"
-                    if back
-                    else "it could not be restarted, so its tools are unavailable"
+            raise await self._failure(tool, exc) from None
+
+    async def relay_call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None,
+    ) -> dict[str, Any]:
+        """`call` without the SDK's models: the upstream's result as the JSON it sent, once
+        it is known to be a well-formed tools/call result of the connection's protocol
+        version; every failure is the same `ToolError` as `call`'s."""
+        client, relay = self.client, self.relay
+        if client is None or relay is None:
+            raise self._not_running()
+        try:
+            answer = await relay.call(
+                {"name": tool, "arguments": arguments}, on_progress, self.call_timeout
+            )
+            if "error" in answer:
+                raise MCPError.from_error_data(ErrorData.model_validate(answer["error"]))
+            result: dict[str, Any] = answer["result"]
+            if result.get("resultType", "complete") != "complete":
+                raise ValueError(
+                    f"its result is of type {result.get('resultType')!r}, which the gateway "
+                    "does not relay"
                 )
-            ) from None
+            _result_shape(client.protocol_version).validate_python(result, by_name=False)
+            return result
+        except TimeoutError:
+            exc: Exception = MCPError(code=REQUEST_TIMEOUT, message="timed out")
+        except RelayClosed:
+            exc = MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+        except Exception as failure:  # noqa: BLE001 - every failure becomes a sentence
+            exc = failure
+        raise await self._failure(tool, exc)
+
+    async def _failure(self, tool: str, exc: Exception) -> ToolError:
+        """The tool error for a forwarded call that failed with ``exc``; a lost connection
+        restarts the upstream (once)."""
+        if isinstance(exc, MCPError) and exc.error.code == REQUEST_TIMEOUT:
+            return ToolError(
+                f"upstream server {self.name!r} did not answer {tool} within "
+                f"{self.call_timeout:g} s; the call was cancelled"
+            )
+        if not _connection_lost(exc):
+            return ToolError(
+                f"upstream server {self.name!r} answered {tool} with an error: {_said(exc)}"
+            )
+        back = await self.restart()
+        return ToolError(
+            f"upstream server {self.name!r} stopped during {tool} ({_said(exc)}); "
+            + (
+                "it was restarted: call the tool again"
+                if back
+                else "it could not be restarted, so its tools are unavailable"
+            )
+        )
+
+
+@functools.cache
+def _result_shape(version: str) -> TypeAdapter[Any]:
+    """The tools/call result of protocol ``version`` as the SDK's session checks it (a version
+    it has no shape for is not checked, as there)."""
+    shape: Any = SERVER_RESULTS.get(("tools/call", version), dict[str, Any])
+    return TypeAdapter(shape)
 
 
 async def _unchecked(name: str, result: CallToolResult) -> None:
@@ -586,6 +650,11 @@ class GatewayServer(WorkspaceServer):
             tools.append(self.routes[name][1].model_copy(update={"name": name}))
         return tools
 
+    def _line_taker(
+        self, write: Callable[[bytes], Awaitable[None]], tasks: TaskGroup
+    ) -> Callable[[str], bool]:
+        return _FastPath(self, write, tasks).take
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
@@ -612,6 +681,183 @@ class GatewayServer(WorkspaceServer):
                 await context.session.send_tool_list_changed()
             with contextlib.suppress(Exception):
                 await context.notify_tools_changed()
+        return result
+
+
+_CALL_PARAMS = frozenset({"name", "arguments", "_meta"})
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    """A tool error result as the SDK's server writes one for a `ToolError`."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+_TOOL_CALL_ARGUMENTS = frozenset({"name", "arguments"})
+
+
+class _FastPath:
+    """Forwarded calls on the gateway's stdio, answered without the SDK's request handling.
+
+    A ``tools/call`` line for an activated upstream tool (by its name or through
+    ``tool_call``), on a session the SDK has opened, goes to the upstream's `Relay` as is
+    (its id the relay's own); the upstream's result comes back as the JSON it sent once it is
+    known well-formed, under the client's id, with the fields a 2026-07-28 result must carry
+    filled as the SDK fills them when absent (``resultType``, the ``serverInfo`` stamp). Every
+    failure is the tool error the SDK path gives. Anything else (another method, a tool not
+    active, arguments not an object, extra parameters, an HTTP upstream) is left to the SDK,
+    which answers it as before.
+    """
+
+    def __init__(
+        self, server: GatewayServer, write: Callable[[bytes], Awaitable[None]], tasks: TaskGroup
+    ) -> None:
+        self.server, self.write, self.tasks = server, write, tasks
+        self.era: str | None = None  # "modern" or "legacy", as the client's first request says
+        self.open = False  # legacy: once the client has sent notifications/initialized
+        self.calls: dict[str | int, anyio.CancelScope] = {}  # the client's id -> its call
+        self._stamp = server._lowlevel_server.server_info_stamp
+
+    def take(self, line: str) -> bool:
+        if not self.open:
+            self._watch(line)
+            return False
+        if '"notifications/cancelled"' in line:
+            return self._cancelled(line)
+        if '"tools/call"' not in line:
+            return False
+        try:
+            message = json.loads(line, parse_constant=no_constants)
+        except (ValueError, RecursionError):
+            return False
+        plan = self._plan(message)
+        if plan is None:
+            return False
+        self.tasks.start_soon(self._forward, *plan)
+        return True
+
+    def _watch(self, line: str) -> None:
+        """Follow the SDK's era decision: the first request opens a 2026-07-28 session when it
+        carries that envelope (and is not initialize); a handshake session is open once the
+        client says initialized."""
+        try:
+            message = json.loads(line, parse_constant=no_constants)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return
+        if self.era is None and message.get("id") is not None:
+            params = message.get("params")
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            modern = (
+                message["method"] != "initialize"
+                and isinstance(meta, dict)
+                and PROTOCOL_VERSION_META_KEY in meta
+            )
+            self.era = "modern" if modern else "legacy"
+            self.open = modern
+        elif self.era == "legacy" and message["method"] == "notifications/initialized":
+            self.open = True
+
+    def _plan(self, message: object) -> tuple[Any, ...] | None:
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None
+        rid, params = message.get("id"), message.get("params")
+        if isinstance(rid, bool) or not isinstance(rid, str | int) or rid in self.calls:
+            return None
+        if message.get("method") != "tools/call" or not isinstance(params, dict):
+            return None
+        if not _CALL_PARAMS.issuperset(params):
+            return None
+        meta = params.get("_meta", {})
+        if not isinstance(meta, dict):
+            return None
+        version: str | None = None
+        if self.era == "modern":
+            route = classify_inbound_request({"method": "tools/call", "params": params})
+            if isinstance(route, InboundLadderRejection):
+                return None
+            version = route.protocol_version
+        elif PROTOCOL_VERSION_META_KEY in meta:
+            return None  # the SDK refuses an enveloped request on a handshake session
+        token = meta.get("progressToken")
+        if token is not None and (isinstance(token, bool) or not isinstance(token, str | int)):
+            return None
+        name, arguments = params.get("name"), params.get("arguments")
+        routes = self.server.routes
+        if name == "tool_call" and isinstance(arguments, dict):
+            if not _TOOL_CALL_ARGUMENTS.issuperset(arguments):
+                return None
+            name, arguments = arguments.get("name"), arguments.get("arguments")
+        if not isinstance(name, str) or name not in routes or not isinstance(arguments, dict):
+            return None
+        if name not in self.server.workspace.active_tools():
+            return None
+        upstream, tool = routes[name]
+        if upstream.relay is None:
+            return None
+        return rid, version, token, upstream, tool.name, arguments
+
+    def _cancelled(self, line: str) -> bool:
+        try:
+            message = json.loads(line, parse_constant=no_constants)
+        except (ValueError, RecursionError):
+            return False
+        params = message.get("params") if isinstance(message, dict) else None
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        scope = self.calls.get(rid) if isinstance(rid, str | int) else None
+        if scope is None:
+            return False
+        scope.cancel()  # the upstream is told; the client gets no answer, as from the SDK
+        return True
+
+    async def _forward(
+        self,
+        rid: str | int,
+        version: str | None,
+        token: str | int | None,
+        upstream: Upstream,
+        tool: str,
+        arguments: dict[str, Any],
+    ) -> None:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            params: dict[str, Any] = {"progressToken": token, "progress": done}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+            await self.write(dumps(note))
+
+        with anyio.CancelScope() as scope:
+            self.calls[rid] = scope
+            try:
+                try:
+                    result = await upstream.relay_call(
+                        tool, arguments, progress if token is not None else None
+                    )
+                except ToolError as exc:
+                    result = _tool_error(str(exc))
+                except Exception as exc:  # noqa: BLE001 - the model gets a sentence, not a trace
+                    result = _tool_error(
+                        f"{tool} failed unexpectedly in the gateway ({type(exc).__name__}: "
+                        f"{_said(exc)}); this is a leanreplay bug, please report it"
+                    )
+                if version is not None:
+                    result = self._modern(result)
+                answer = {"jsonrpc": "2.0", "id": rid, "result": result}
+                with contextlib.suppress(OSError, anyio.BrokenResourceError):
+                    await self.write(dumps(answer))
+            finally:
+                del self.calls[rid]
+
+    def _modern(self, result: dict[str, Any]) -> dict[str, Any]:
+        """What the SDK adds to a 2026-07-28 result that lacks it: ``resultType`` and the
+        ``serverInfo`` stamp (an upstream's own stamp is kept, as the SDK keeps it)."""
+        meta = result.get("_meta")
+        if result.get("resultType") is None:
+            result = {**result, "resultType": "complete"}
+        if meta is None or (isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None):
+            result = {**result, "_meta": {**(meta or {}), SERVER_INFO_META_KEY: self._stamp}}
         return result
 
 

@@ -28,6 +28,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
+from anyio.abc import TaskGroup
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
@@ -231,6 +232,15 @@ class WorkspaceServer(MCPServer):
             raise ToolError(NO_CLIENT_ROOTS.replace("offers none", "offers no local folder"))
         return paths
 
+    def _line_taker(
+        self, write: Callable[[bytes], Awaitable[None]], tasks: TaskGroup
+    ) -> Callable[[str], bool] | None:
+        """A hook for a server that answers some stdin lines itself (the gateway's forwarded
+        calls): ``take(line)`` returns True for a line it took, which the SDK never sees;
+        it answers in ``tasks`` with ``write(line)`` (whole lines, newline included). This
+        server takes none."""
+        return None
+
     async def run_stdio_async(self) -> None:
         """Serve MCP over stdin and stdout, with frames capped at `MAX_STDIO_FRAME_BYTES`.
 
@@ -267,17 +277,22 @@ class WorkspaceServer(MCPServer):
             os.dup2(2, 1)  # like the SDK: stray prints go to stderr, not into the wire
         try:
             with os.fdopen(wire, "rb", buffering=0) as stdin:
-                lines = _CappedLines(stdin, MAX_STDIO_FRAME_BYTES, refuse, polled=polled)
-                async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as (
-                    read_stream,
-                    write_stream,
-                ):
-                    writer.append(write_stream)
-                    await self._lowlevel_server.run(
+                async with anyio.create_task_group() as taken:
+                    take = self._line_taker(out.send, taken) if out is not None else None
+                    lines = _CappedLines(
+                        stdin, MAX_STDIO_FRAME_BYTES, refuse, polled=polled, take=take
+                    )
+                    async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as (
                         read_stream,
                         write_stream,
-                        self._lowlevel_server.create_initialization_options(),
-                    )
+                    ):
+                        writer.append(write_stream)
+                        await self._lowlevel_server.run(
+                            read_stream,
+                            write_stream,
+                            self._lowlevel_server.create_initialization_options(),
+                        )
+                    taken.cancel_scope.cancel()  # the client is gone: so are its calls
         finally:
             if out is not None:
                 os.dup2(out.fd, 1)
@@ -313,8 +328,10 @@ class _CappedLines:
         refuse: Callable[[int, bytes], Awaitable[None]],
         *,
         polled: bool = False,
+        take: Callable[[str], bool] | None = None,
     ) -> None:
         self.stream, self.cap, self.refuse, self.polled = stream, cap, refuse, polled
+        self.take = take
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._polled_lines() if self.polled else self._lines()
@@ -359,7 +376,8 @@ class _CappedLines:
                 else:
                     line = pending.decode("utf-8", "replace")
                     pending.clear()
-                    yield line
+                    if self.take is None or not self.take(line):
+                        yield line
 
     async def _lines(self) -> AsyncIterator[str]:
         buffered = io.BufferedReader(self.stream, self._PIECE)
@@ -395,14 +413,30 @@ class _PolledWriter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         os.set_blocking(fd, False)
+        self._lock = anyio.Lock()  # one message at a time: two writers never interleave
 
     async def write(self, text: str) -> None:
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            try:
+        await self.send(text.encode("utf-8"))
+
+    async def send(self, line: bytes) -> None:
+        """Write ``line`` whole: no other line starts before it ends."""
+        data = memoryview(line)
+        if self._lock.locked():
+            await self._lock.acquire()
+        else:
+            with contextlib.suppress(BlockingIOError):  # mostly the pipe takes it all at once
                 data = data[os.write(self.fd, data) :]
-            except BlockingIOError:
-                await anyio.wait_writable(self.fd)
+            if not data:
+                return
+            self._lock.acquire_nowait()  # held from here on: no one writes between
+        try:
+            while data:
+                try:
+                    data = data[os.write(self.fd, data) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(self.fd)
+        finally:
+            self._lock.release()
 
     async def flush(self) -> None:
         await anyio.lowlevel.checkpoint()
