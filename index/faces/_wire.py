@@ -50,6 +50,7 @@ __all__ = [
     "RelayClosed",
     "capped_lines",
     "dumps",
+    "loads",
     "no_constants",
     "http_upstream",
     "parse_line",
@@ -157,15 +158,31 @@ def dumps(message: object) -> bytes:
     """One JSON-RPC line, newline included, as compact as the SDK writes it; text with a lone
     surrogate (which UTF-8 cannot carry) is written escaped."""
     try:
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        return _ENCODER.encode(message).encode() + b"\n"
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        return _ASCII_ENCODER.encode(message).encode() + b"\n"
+
+
+def loads(line: str | bytes) -> Any:
+    """One JSON-RPC line as Python values.
+
+    Raises:
+        ValueError: it is not JSON (NaN and Infinity are not: see `no_constants`).
+        RecursionError: it nests deeper than Python's stack allows.
+    """
+    text = line.decode() if isinstance(line, bytes) else line
+    return _DECODER.decode(text)
 
 
 def no_constants(name: str) -> Any:
     """For `json.loads`: NaN and Infinity are not JSON. A line with them is left to the SDK's
     parser, which takes them and writes them as null."""
     raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=no_constants)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 class RelayClosed(Exception):
@@ -272,7 +289,7 @@ class Relay:
         """True when ``line`` answers a relayed call (or reports its progress): it is taken.
         Anything else, or a line this cannot read, is left to the session and `take`."""
         try:
-            message = json.loads(line, parse_constant=no_constants)
+            message = loads(line)
         except (ValueError, RecursionError):
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":

@@ -78,7 +78,7 @@ from .._errors import InvalidArgumentError
 from .._tools import tools_of
 from .._workspace import Workspace
 from ..search._capabilities import tool_problem
-from ._wire import Relay, RelayClosed, dumps, http_upstream, no_constants, stdio_upstream
+from ._wire import Relay, RelayClosed, dumps, http_upstream, loads, stdio_upstream
 from .server import HttpPolicy, WorkspaceServer, http_app, server_instructions
 
 __all__ = [
@@ -726,7 +726,7 @@ class _FastPath:
         if '"tools/call"' not in line:
             return False
         try:
-            message = json.loads(line, parse_constant=no_constants)
+            message = loads(line)
         except (ValueError, RecursionError):
             return False
         plan = self._plan(message)
@@ -740,7 +740,7 @@ class _FastPath:
         carries that envelope (and is not initialize); a handshake session is open once the
         client says initialized."""
         try:
-            message = json.loads(line, parse_constant=no_constants)
+            message = loads(line)
         except (ValueError, RecursionError):
             return
         if not isinstance(message, dict) or not isinstance(message.get("method"), str):
@@ -799,7 +799,7 @@ class _FastPath:
 
     def _cancelled(self, line: str) -> bool:
         try:
-            message = json.loads(line, parse_constant=no_constants)
+            message = loads(line)
         except (ValueError, RecursionError):
             return False
         params = message.get("params") if isinstance(message, dict) else None
