@@ -718,6 +718,13 @@ class _FastPath:
         self._stamp = server._lowlevel_server.server_info_stamp
 
     def take(self, line: str) -> bool:
+        try:
+            return self._take(line)
+        except Exception as exc:  # noqa: BLE001 - a fault here leaves the line to the SDK
+            print(f"leanreplay: the gateway's fast path failed ({_said(exc)})", file=sys.stderr)
+            return False
+
+    def _take(self, line: str) -> bool:
         if not self.open:
             self._watch(line)
             return False
