@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from leanreplay.placeholders import (
     SPLIT_KEY,
     is_injected_text,  # the one list of injected prefixes
@@ -229,13 +231,28 @@ _JSON_SPACE = " \t\r"
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
+# msgspec's JSON decoder: about twice as fast as the standard one, and where it decodes a
+# line, the value is the one json.loads gives (integers of any size stay integers: orjson's
+# beyond 64 bits become floats). What it refuses (lone surrogates, NaN, 1e400) goes to the
+# standard decoder, which decides.
+_fast_decode: Callable[[str], Any] = msgspec.json.Decoder().decode
+
+
 def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
     """(line number, value) for each line; value is _NOT_JSON for a broken line.
 
     Lines end at "\n" only (``\r\n`` too): JSON strings may hold U+2028, NEL and the
     other characters ``str.splitlines`` would also break at."""
+    fast = _fast_decode
     for number, line in enumerate(text.split("\n"), start=1):
         if not line or line.isspace():
+            continue
+        try:
+            decoded = fast(line)
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            pass
+        else:
+            yield number, decoded
             continue
         start = 0
         while line[start] in _JSON_SPACE:

@@ -141,17 +141,22 @@ def encode_message(message: Mapping[str, Any]) -> str:
         "levels); flatten it"
     )
     # Checked, not left to the encoder: Python 3.11's stops near 1,000 levels, 3.12's near
-    # 10,000, and the readers walk what is stored with Python's own recursion.
-    if nested_deeper(message, MAX_MESSAGE_DEPTH):
-        raise too_deep
+    # 10,000, and the readers walk what is stored with Python's own recursion. Every level
+    # opens with a bracket in the text, so a body with few brackets is not walked at all.
     try:
         body = _ENCODER.encode(message)
     except RecursionError:
         raise too_deep from None
     except (TypeError, ValueError) as exc:
+        if nested_deeper(message, MAX_MESSAGE_DEPTH):
+            raise too_deep from None
         raise InvalidArgumentError(
             f"message is not JSON data ({exc}); send only str, numbers, bools, null, lists, dicts"
         ) from None
+    if body.count("[") + body.count("{") > MAX_MESSAGE_DEPTH and nested_deeper(
+        message, MAX_MESSAGE_DEPTH
+    ):
+        raise too_deep
     if not body.isascii() and _SURROGATE.search(body):
         body = json.dumps(message, allow_nan=False)  # escapes keep lone surrogates exact
     return body

@@ -149,6 +149,45 @@ def test_a_message_nested_too_deep_is_refused_and_nothing_is_stored(tmp_path: Pa
         assert ws.info("c").messages == 1
 
 
+def _nested(levels: int) -> dict[str, Any]:
+    """A message whose lists and dicts nest exactly ``levels`` deep (the message is one)."""
+    message: dict[str, Any] = {"role": "user", "content": "x"}
+    inner = message
+    for _ in range(levels - 1):
+        inner["more"] = {}
+        inner = inner["more"]
+    return message
+
+
+def test_the_nesting_bound_is_exact_whatever_the_encoder_reaches(tmp_path: Path) -> None:
+    # 950 levels store; 951 to 990 are refused although every Python's JSON encoder writes
+    # them (the bound is ours, not the encoder's).
+    from leanreplay.index.store._store import MAX_MESSAGE_DEPTH
+
+    with Workspace(tmp_path) as ws:
+        ws.append("c", _nested(MAX_MESSAGE_DEPTH))
+        for levels in (MAX_MESSAGE_DEPTH + 1, 990):
+            with pytest.raises(InvalidArgumentError, match="too deeply"):
+                ws.append("c", _nested(levels))
+        assert ws.info("c").messages == 1
+
+
+def test_brackets_inside_strings_are_not_nesting(tmp_path: Path) -> None:
+    # Thousands of brackets in the text, two levels deep: stored byte-exact.
+    message = {"role": "user", "content": "[{" * 3000, "tool_input": {"a": ["]}" * 3000]}}
+    with Workspace(tmp_path) as ws:
+        ws.append("c", message)
+        assert ws.messages("c")[0]["content"] == message["content"]
+        assert ws.messages("c")[0]["tool_input"] == message["tool_input"]
+
+
+def test_a_deep_message_that_is_not_json_is_refused_for_its_depth(tmp_path: Path) -> None:
+    message = _nested(2000)
+    message["bad"] = {1, 2}  # a set: not JSON either; the depth is what it is told first
+    with Workspace(tmp_path) as ws, pytest.raises(InvalidArgumentError, match="too deeply"):
+        ws.append("c", message)
+
+
 # PDFs the backend refuses, files swapped while read
 
 

@@ -493,3 +493,74 @@ def test_a_record_holding_a_unicode_line_separator_is_one_record(
     assert item.format == "claude-code"
     assert [m["content"] for m in item.messages] == [text, [{"type": "text", "text": "ok"}]]
     assert item.notes == []
+
+
+# Each JSONL line is parsed by msgspec, and by the standard decoder where msgspec refuses:
+# the values are json.loads' own, whichever parsed them.
+
+_EDGE_LINES = [
+    '{"role": "user", "content": "big", "n": 123456789012345678901234567890}',
+    '{"role": "user", "content": "neg", "n": -9223372036854775809}',
+    '{"role": "user", "content": "lone \\ud800 surrogate"}',
+    '{"role": "user", "content": "nan", "x": NaN, "y": -Infinity}',
+    '{"role": "user", "content": "huge float", "x": 1e400}',
+    '{"role": "user", "content": "dup", "a": 1, "a": 2}',
+    '{"role": "user", "content": "floats", "x": [0.1, -0.0, 5e-324, 1.7976931348623157e308]}',
+    '  {"role": "user", "content": "spaces"}  \r',
+    '{"role": "user", "content": "sep \u2028 \u0085 chars"}',
+    '{"role": "user", "content": "trailing"} x',
+    '{"role": "user", "content": "tab\tinside"}',
+    "[" * 2000 + "]" * 2000,
+    '{"role": "user", "content": "digits", "n": ' + "1" * 5000 + "}",
+]
+
+
+def _json_loads_reading(text: str) -> list[tuple[int, Any]]:
+    out = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line or line.isspace():
+            continue
+        try:
+            out.append((number, json.loads(line)))
+        except (ValueError, RecursionError):
+            out.append((number, None))
+    return out
+
+
+def _reading(text: str) -> list[tuple[int, Any]]:
+    from leanreplay.index.store._importers import _NOT_JSON, _jsonl
+
+    return [(n, None if v is _NOT_JSON else v) for n, v in _jsonl(text)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of equal types all the way down (1 == 1.0 == True in Python; NaN != NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return bool(a == b)
+
+
+def test_jsonl_lines_read_as_json_loads_reads_them() -> None:
+    text = "\n".join(_EDGE_LINES)
+    ours, theirs = _reading(text), _json_loads_reading(text)
+    assert [n for n, _ in ours] == [n for n, _ in theirs]
+    for (n, a), (_, b) in zip(ours, theirs, strict=True):
+        assert _same(a, b), f"line {n}: {_EDGE_LINES[n - 1][:60]!r}"
+    assert ours[0][1]["n"] == 123456789012345678901234567890  # an int, not a float
+    assert ours[2][1]["content"] == "lone \ud800 surrogate"
+
+
+def test_real_logs_read_as_json_loads_reads_them(transcripts: Path) -> None:
+    logs = sorted(transcripts.rglob("*.jsonl"))
+    assert logs
+    for log in logs:
+        text = log.read_text(encoding="utf-8")
+        ours, theirs = _reading(text), _json_loads_reading(text)
+        assert len(ours) == len(theirs)
+        assert all(_same(a, b) for (_, a), (_, b) in zip(ours, theirs, strict=True)), log
