@@ -95,6 +95,17 @@ def test_new_messages_are_found_on_the_next_search(ws: Workspace) -> None:
     assert ws.conversation_search("zeppelin")["hits"][0]["conversation_id"] == "ops"
 
 
+def test_messages_msgspec_refuses_are_indexed_too(tantivy_ws: Workspace) -> None:
+    # A lone surrogate (escaped in the stored body) is refused by msgspec: the standard
+    # decoder reads that message, and its words are found with its position.
+    tantivy_ws.append("odd", user("zeppelin hangar", note="lone \ud800"))
+    tantivy_ws.append("odd", user("a big number", n=2**80))
+    hits = tantivy_ws.conversation_search("zeppelin hangar")["hits"]
+    assert [(h["conversation_id"], h["message_id"], h["seq"]) for h in hits] == [("odd", "m1", 1)]
+    hits = tantivy_ws.conversation_search("big number")["hits"]
+    assert [(h["conversation_id"], h["seq"], h["role"]) for h in hits] == [("odd", 2, "user")]
+
+
 def test_index_is_rebuilt_when_deleted_or_corrupt(tantivy_ws: Workspace) -> None:
     tantivy_ws.conversation_search("quota")
     index_dir = Path(tantivy_ws.home) / "index" / "messages-v1"
