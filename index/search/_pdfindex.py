@@ -192,6 +192,40 @@ class PageIndex:
             manifest = self._index_file(f, file_id, pages, progress, manifest)
         return file_id, True, _notes(manifest)
 
+    def _commit(
+        self,
+        f: OpenFile,
+        file_id: str,
+        batch: list[Any],
+        state: dict[str, Any],
+        page: int,
+        fresh: bool,
+    ) -> None:
+        """Write a batch of page (or part) documents and replace the file's manifest (its
+        ``page`` field: ``page``) in one commit; ``fresh`` first drops what the file id or
+        path held before (an interrupted first run, an older version of the file). Empties
+        ``batch``."""
+        manifest = {k: state[k] for k in ("indexed", "final", "chars", "cut_pages", "capped")}
+        with self.index.writer() as writer:
+            if fresh:
+                writer.delete_documents_by_term("file_id", file_id)
+                writer.delete_documents_by_term("path", f.path)
+            writer.delete_documents_by_query(self._scope(file_id, "manifest"))
+            for doc in batch:
+                writer.add_document(doc)
+            writer.add_document(
+                self.index.document(
+                    {
+                        "kind": "manifest",
+                        "file_id": file_id,
+                        "path": f.path,
+                        "page": page,
+                        "text": json.dumps(manifest),
+                    }
+                )
+            )
+        batch.clear()
+
     def _index_file(
         self,
         f: OpenFile,
@@ -218,28 +252,8 @@ class PageIndex:
         def commit() -> None:
             nonlocal fresh, held
             state["final"] = state["capped"] or state["indexed"] >= pages
-            manifest = {k: state[k] for k in ("indexed", "final", "chars", "cut_pages", "capped")}
-            with self.index.writer() as writer:
-                if fresh:
-                    writer.delete_documents_by_term("file_id", file_id)
-                    writer.delete_documents_by_term("path", f.path)
-                    fresh = False
-                writer.delete_documents_by_query(self._scope(file_id, "manifest"))
-                for doc in batch:
-                    writer.add_document(doc)
-                writer.add_document(
-                    self.index.document(
-                        {
-                            "kind": "manifest",
-                            "file_id": file_id,
-                            "path": f.path,
-                            "page": pages,
-                            "text": json.dumps(manifest),
-                        }
-                    )
-                )
-            batch.clear()
-            held = 0
+            self._commit(f, file_id, batch, state, pages, fresh)
+            fresh, held = False, 0
 
         def sink(start: int, texts: list[str]) -> None:
             nonlocal held
@@ -335,28 +349,8 @@ class PageIndex:
 
         def commit() -> None:
             nonlocal fresh, held
-            manifest = {k: state[k] for k in ("indexed", "final", "chars", "cut_pages", "capped")}
-            with self.index.writer() as writer:
-                if fresh:
-                    writer.delete_documents_by_term("file_id", file_id)
-                    writer.delete_documents_by_term("path", f.path)
-                    fresh = False
-                writer.delete_documents_by_query(self._scope(file_id, "manifest"))
-                for doc in batch:
-                    writer.add_document(doc)
-                writer.add_document(
-                    self.index.document(
-                        {
-                            "kind": "manifest",
-                            "file_id": file_id,
-                            "path": f.path,
-                            "page": state["indexed"],
-                            "text": json.dumps(manifest),
-                        }
-                    )
-                )
-            batch.clear()
-            held = 0
+            self._commit(f, file_id, batch, state, state["indexed"], fresh)
+            fresh, held = False, 0
 
         first = state["indexed"] + 1
         ended = True
