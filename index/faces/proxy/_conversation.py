@@ -258,6 +258,11 @@ class Match:
     assigned: frozenset[str] = frozenset()  # ids of new messages the store will assign
     pending: Callable[[], None] | None = None  # the write still to do, when deferred
 
+    @property
+    def held(self) -> int:
+        """How many of ``stored`` the store held before this request (its new ones follow)."""
+        return len(self.stored) - self.added
+
 
 def _common(
     request: ClientRequest,
@@ -425,7 +430,7 @@ def _commit(
     known: Known | None,
 ) -> None:
     """Store the match's new messages (only if nothing was appended since it was read)."""
-    before = len(match.stored) - match.added
+    before = match.held
     new = match.stored[before:]
     if new:
         bodies = [
@@ -457,7 +462,7 @@ def _commit_later(
         ConversationChangedError: the conversation took other messages meanwhile (a
             fork's business: the next request of the client finds where it belongs).
     """
-    before = len(match.stored) - match.added
+    before = match.held
     for _ in range(MAX_ATTEMPTS):
         try:
             _commit(ws, match, chain, format, known)
