@@ -192,6 +192,12 @@ class PageIndex:
             manifest = self._index_file(f, file_id, pages, progress, manifest)
         return file_id, True, _notes(manifest)
 
+    def _page(self, file_id: str, path: str, number: int, text: str) -> Any:
+        """The document of one page (or document part) of a file."""
+        return self.index.document(
+            {"kind": "page", "file_id": file_id, "path": path, "page": number, "text": text}
+        )
+
     def _commit(
         self,
         f: OpenFile,
@@ -269,17 +275,7 @@ class PageIndex:
                 state["chars"] += len(text)
                 state["indexed"] = number
                 held += len(text)
-                batch.append(
-                    self.index.document(
-                        {
-                            "kind": "page",
-                            "file_id": file_id,
-                            "path": f.path,
-                            "page": number,
-                            "text": text,
-                        }
-                    )
-                )
+                batch.append(self._page(file_id, f.path, number, text))
             if held >= BATCH_CHARS:
                 commit()
 
@@ -369,17 +365,7 @@ class PageIndex:
             state["chars"] += len(text)
             state["indexed"] = state["pages"] = number
             held += len(text)
-            batch.append(
-                self.index.document(
-                    {
-                        "kind": "page",
-                        "file_id": file_id,
-                        "path": f.path,
-                        "page": number,
-                        "text": text,
-                    }
-                )
-            )
+            batch.append(self._page(file_id, f.path, number, text))
             if held >= BATCH_CHARS or len(batch) >= BATCH_PARTS:
                 commit()
         state["final"] = ended
