@@ -63,6 +63,13 @@ def common_prefix(a: str, b: str) -> int:
     return lo
 
 
+def prefix_bill(previous: str, body: str) -> Bill:
+    """A request whose cache holds only the previous request's ``previous`` (a warm cache,
+    one body kept): what ``body`` shares with it from the start is read, the rest written."""
+    read = common_prefix(previous, body)
+    return Bill(read=read, write=len(body) - read)
+
+
 def shared_prefix(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
     """(chars, whole messages) that the bodies of ``old`` and ``new`` share from the start."""
     read, equal = len(HEAD), 0
@@ -418,6 +425,7 @@ __all__ = [
     "body_chars",
     "call_targets",
     "distinctive",
+    "prefix_bill",
     "reread_round_trip",
     "tokens_of",
     "tool_calls",

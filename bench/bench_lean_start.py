@@ -50,6 +50,7 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._billing import WRITE_5M, Bill, prefix_bill
 from leanreplay.index import tool_schemas
 from leanreplay.index._workspace import META_TOOLS
 from leanreplay.index.faces.gateway import INDEX_PREAMBLE
@@ -277,7 +278,6 @@ TASKS = (
 )
 CALLS_PER_TASK = 4
 RESULT_CHARS = 1_500  # what each call of an activated tool returns
-READ, WRITE = 0.1, 1.25  # Anthropic: cache read, 5-minute cache write, x the input price
 
 
 def _sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -332,17 +332,6 @@ def _session(catalogue: CapabilityIndex, via_tool_call: bool) -> list[tuple[list
     return out
 
 
-def _common_prefix(a: str, b: str) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # the longest equal prefix, by halving (slice comparisons run in C)
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def billing(catalogue: CapabilityIndex, meta: list[dict[str, Any]]) -> dict[str, Any]:
     """Billed input tokens (chars / 4) of the scripted session, activating both ways."""
     system = f"{INDEX_PREAMBLE}\n{catalogue.render()}"
@@ -363,16 +352,16 @@ def billing(catalogue: CapabilityIndex, meta: list[dict[str, Any]]) -> dict[str,
                 separators=(",", ":"),
                 ensure_ascii=False,
             )
-            common = _common_prefix(previous, body)
-            read += common
-            write += len(body) - common
+            bill = prefix_bill(previous, body)
+            read += bill.read
+            write += bill.write
             previous = body
             requests += 1
         out[way] = {
             "requests": requests,
             "read_tokens": round(read / 4),
             "written_tokens": round(write / 4),
-            "billed_tokens": round((READ * read + WRITE * write) / 4),
+            "billed_tokens": round(Bill(read=read, write=write).billed(WRITE_5M)),
             "cpu_s": round(time.process_time() - t0, 3),
         }
     out["activations"] = len(TASKS)

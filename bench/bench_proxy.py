@@ -40,13 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx2
 
+from bench._billing import CHARS_PER_TOKEN, WRITE_5M, prefix_bill
 from leanreplay.index import load_log
 from leanreplay.placeholders import ReplayPolicy, for_provider, repair_pairing, replay
 from tests.proxy.upstream import FakeUpstream, Recorded, answer
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
 SESSIONS = TRANSCRIPTS / "claude-code-m-claude"
-READ, WRITE, CHARS_PER_TOKEN = 0.1, 1.25, 4
 SYSTEM = [
     {
         "type": "text",
@@ -73,17 +73,6 @@ def _strip(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
-
-
-def _common(a: str, b: str) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _without_earlier_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,13 +106,13 @@ class Biller:
     def _bill(self, key: str, meter: str, parts: list[Any]) -> None:
         prompt = json.dumps(_strip(parts), ensure_ascii=False, separators=(",", ":"))
         side, _ = key.split(":", 1)
-        read = _common(prompt, self.previous.get((meter, key), ""))
+        bill = prefix_bill(self.previous.get((meter, key), ""), prompt)
         self.previous[(meter, key)] = prompt
         total = self.totals.setdefault(
             f"{meter}:{side}", {"billed": 0.0, "uncached": 0.0, "peak": 0.0, "requests": 0}
         )
         tokens = len(prompt) / CHARS_PER_TOKEN
-        total["billed"] += (READ * read + WRITE * (len(prompt) - read)) / CHARS_PER_TOKEN
+        total["billed"] += bill.billed(WRITE_5M)
         total["uncached"] += tokens
         total["peak"] = max(total["peak"], tokens)
         total["requests"] += 1

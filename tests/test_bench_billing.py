@@ -16,6 +16,7 @@ from bench._billing import (
     PromptCache,
     RereadDetector,
     ThinkingAsBilled,
+    prefix_bill,
     reread_round_trip,
     write_price,
 )
@@ -55,6 +56,19 @@ def test_a_prefix_read_stops_inside_the_first_changed_message() -> None:
     bill = cache.request(edited, None)
     assert bill.read == prefix(B, edited)
     assert body(edited)[: bill.read].endswith('"content":"bb')
+
+
+def test_a_prefix_bill_reads_what_the_previous_body_shares_and_writes_the_rest() -> None:
+    previous, now = body(A), body(B)
+    bill = prefix_bill(previous, now)
+    assert (bill.read, bill.write, bill.uncached) == (prefix(A, B), len(now) - prefix(A, B), 0)
+    assert bill.billed(WRITE_5M) == (0.1 * bill.read + 1.25 * bill.write) / 4
+    first = prefix_bill("", now)  # nothing cached yet: all written
+    assert (first.read, first.write) == (0, len(now))
+    again = prefix_bill(now, now)  # the same body: all read
+    assert (again.read, again.write) == (len(now), 0)
+    edited = now.replace("bbbb", "bbXb")
+    assert prefix_bill(now, edited).read == now.index("bbbb") + 2
 
 
 def test_the_cache_expires_after_its_ttl_and_a_read_refreshes_it() -> None:
