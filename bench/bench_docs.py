@@ -26,6 +26,7 @@ from xml.etree import ElementTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._docx import docx_body
 from bench._paired import Paired
 from leanreplay.cards import card_for
 from leanreplay.index import Workspace
@@ -51,9 +52,6 @@ def peak(fn):  # type: ignore[no-untyped-def]
         tracemalloc.stop()
 
 
-_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-
-
 def varied_docx(path: Path, target_bytes: int, seed: int = 7) -> int:
     """A docx of about ``target_bytes`` whose paragraphs are random words (so it compresses
     like prose, not like one repeated sentence), a heading every 40; returns the part count.
@@ -65,36 +63,23 @@ def varied_docx(path: Path, target_bytes: int, seed: int = 7) -> int:
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 11))) for _ in range(20000)]
     count = 0
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
-        z.writestr(
-            "[Content_Types].xml",
-            officegen._types(
-                {
-                    "word/document.xml": "application/vnd.openxmlformats-officedocument."
-                    "wordprocessingml.document.main+xml"
-                }
-            ),
-        )
-        z.writestr("_rels/.rels", officegen._rels([("officeDocument", "word/document.xml")]))
-        with z.open("word/document.xml", "w", force_zip64=True) as out:
-            out.write((officegen._XML + f'<w:document xmlns:w="{_W}"><w:body>').encode())
-            while z.fp is not None and z.fp.tell() < target_bytes:
-                chunk = []
-                for _ in range(2000):
-                    count += 1
-                    if count % 40 == 1:
-                        chunk.append(
-                            '<w:p><w:pPr><w:pStyle w:val="Heading2"/></w:pPr><w:r>'
-                            f"<w:t>Section {count}</w:t></w:r></w:p>"
-                        )
-                    else:
-                        words = " ".join(rng.choice(vocab) for _ in range(rng.randint(20, 60)))
-                        chunk.append(
-                            '<w:p><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve">'
-                            f"{count}: </w:t></w:r><w:r><w:t>{escape(words)}</w:t></w:r></w:p>"
-                        )
-                out.write("".join(chunk).encode())
-            out.write(b"</w:body></w:document>")
+    with docx_body(path, declaration=True, compresslevel=6) as (out, written):
+        while written() < target_bytes:
+            chunk = []
+            for _ in range(2000):
+                count += 1
+                if count % 40 == 1:
+                    chunk.append(
+                        '<w:p><w:pPr><w:pStyle w:val="Heading2"/></w:pPr><w:r>'
+                        f"<w:t>Section {count}</w:t></w:r></w:p>"
+                    )
+                else:
+                    words = " ".join(rng.choice(vocab) for _ in range(rng.randint(20, 60)))
+                    chunk.append(
+                        '<w:p><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve">'
+                        f"{count}: </w:t></w:r><w:r><w:t>{escape(words)}</w:t></w:r></w:p>"
+                    )
+            out.write("".join(chunk).encode())
     return count
 
 

@@ -31,10 +31,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._docx import docx_body  # noqa: E402
+
 LIMIT_S = 60.0
 LIMIT_RSS = 2 * 1024**3
 MIB = 1024 * 1024
-W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 # --- inputs -----------------------------------------------------------------------------
 
@@ -42,23 +43,8 @@ W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 def _docx_stream(path: Path, write_body: Callable[[Any], None], *, pad: int = 0) -> None:
     """A docx whose document.xml body is written by ``write_body``; with ``pad``, the part's
     recorded compressed size claims ``pad`` more bytes than its data (junk follows it)."""
-    from tests import officegen
-
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(
-            "[Content_Types].xml",
-            officegen._types(
-                {
-                    "word/document.xml": "application/vnd.openxmlformats-officedocument."
-                    "wordprocessingml.document.main+xml"
-                }
-            ),
-        )
-        z.writestr("_rels/.rels", officegen._rels([("officeDocument", "word/document.xml")]))
-        with z.open("word/document.xml", "w", force_zip64=True) as out:
-            out.write(f'<w:document xmlns:w="{W}"><w:body>'.encode())
-            write_body(out)
-            out.write(b"</w:body></w:document>")
+    with docx_body(path) as (out, _):
+        write_body(out)
     if pad:
         _pad_member(path, "word/document.xml", pad)
 
