@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 from mcp_types import Tool
 
 from leanreplay.index import InvalidArgumentError, Workspace
-from leanreplay.index.search._capabilities import CapabilityIndex, summary_line, tool_words
+from leanreplay.index.search._capabilities import (
+    CapabilityIndex,
+    summary_line,
+    tool_problem,
+    tool_words,
+)
 
 
 def mcp_tool(name: str, description: str = "", **props: str) -> dict[str, Any]:
@@ -128,13 +133,15 @@ def test_the_three_forms_give_the_same_capability_and_convert_back() -> None:
 @pytest.mark.parametrize(
     ("definition", "message"),
     [
-        ({"name": "x"}, "needs MCP `inputSchema`"),
+        ({"name": "x"}, "^a tool definition needs MCP `inputSchema`"),
+        # `parameters` is the Responses form only with its type.
+        ({"name": "x", "parameters": {}}, "needs MCP `inputSchema`"),
         ({"name": "has space", "inputSchema": {}}, "is not 1-64 letters"),
         ({"name": "x" * 65, "inputSchema": {}}, "is not 1-64 letters"),
         ({"name": "x", "inputSchema": []}, "input schema must be an object"),
         ("read_file", "must be an object, got str"),
     ],
-    ids=["no-schema", "space", "too-long", "schema-list", "string"],
+    ids=["no-schema", "parameters-untyped", "space", "too-long", "schema-list", "string"],
 )
 def test_bad_definitions_are_refused_with_the_reason(definition: object, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
@@ -164,6 +171,56 @@ def test_bad_definitions_are_refused_with_the_reason(definition: object, message
             "Retrieve numbered records of extraordinarily voluminous datasets",
             "Retrieve numbered records…",
         ),
+        # A punctuation clause end (a comma, " - ") wins over a later word one ("as", "with").
+        (
+            "Fetch the page contents, returning it as markdown text for the model",
+            "Fetch the page contents",
+        ),
+        (
+            "Search the web index - results as a list with links to pages",
+            "Search the web index",
+        ),
+        # The cut drops the punctuation before it, and only that.
+        (
+            "Returns every open pull request: (title, author, state)",
+            "Returns every open pull request",
+        ),
+        (
+            "Convert the given file to LaTeX, keeping its formatting intact",
+            "Convert the given file to LaTeX",
+        ),
+        ("Converts a document to LaTeX.", "Converts a document to LaTeX"),
+        # Balanced parentheses before a clause end do not hide it.
+        (
+            "Read the file (UTF-8) in pages of lines, bounded",
+            "Read the file (UTF-8) in pages of lines",
+        ),
+        # The bounds are inclusive: a 40-char sentence stays whole, and a clause end at char
+        # 18 or at char 40 is used.
+        ("Show every commit of the main repository", "Show every commit of the main repository"),
+        ("Read the long file, one page at a time each day", "Read the long file"),
+        (
+            "Show every recent change of the big repo, newest first",
+            "Show every recent change of the big repo",
+        ),
+        # Whole words: the last one is kept when the limit falls just after it, dropped when
+        # the limit cuts it; a word ending in punctuation loses it before the ellipsis.
+        (
+            "Retrieve numbered records of many files extraordinarily voluminous",
+            "Retrieve numbered records of many files…",
+        ),
+        (
+            "Retrieve numbered records of LaTeX extraordinarily voluminous",
+            "Retrieve numbered records of LaTeX…",
+        ),
+        (
+            "Get (many numbered records, extraordinarily voluminous data)",
+            "Get (many numbered records…",
+        ),
+        # Dangling words go, but never the first word; one long word is cut to fit.
+        ("Retrieve of the " + "x" * 60, "Retrieve…"),
+        ("The " + "x" * 60, "The…"),
+        ("x" * 100, "x" * 39 + "…"),
     ],
 )
 def test_the_summary_is_a_headline(description: str, headline: str) -> None:
@@ -272,7 +329,11 @@ def test_activation_is_sticky_per_conversation_and_appends(tmp_path: Path) -> No
 
 def test_activating_an_unknown_tool_changes_nothing(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
-    with pytest.raises(InvalidArgumentError, match="no tool named 'nope'; find one with"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^no tool named 'nope'; find one with tool_search, then activate it by the exact "
+        "name it shows$",
+    ):
         ws.call("tool_activate", {"names": ["file_read", "nope"]}, conversation_id="c1")
     assert len(ws.request_tools("c1")) == 3
     with pytest.raises(InvalidArgumentError, match="bad arguments for tool_activate"):
@@ -346,16 +407,21 @@ def test_tool_call_runs_an_activated_tool_of_the_conversation(tmp_path: Path) ->
 
 
 # One word per index field, found in that field only (a field left out of the index loses it).
-FIELDS = CapabilityIndex(
-    [
-        mcp_tool("frobnicate_widget", "Adjusts a thing."),
-        mcp_tool("other", "Lists entries.\n\nIn detail: the zeppelin hangar entries."),
-        mcp_tool("third", "Moves a record.", target="The glorp destination"),
-        mcp_tool("fourth", "Copies a record.", zyzzyva_level="How deep"),
-    ],
-    server="main",
-)
-FIELDS.add([mcp_tool("fifth", "Renames a record.")], server="quuxcorp")
+# Built per test: the index is built at the first search, so a shared one would be checked
+# only by whichever test searched it first.
+@pytest.fixture
+def fields() -> CapabilityIndex:
+    index = CapabilityIndex(
+        [
+            mcp_tool("frobnicate_widget", "Adjusts a thing."),
+            mcp_tool("other", "Lists entries.\n\nIn detail: the zeppelin hangar entries."),
+            mcp_tool("third", "Moves a record.", target="The glorp destination"),
+            mcp_tool("fourth", "Copies a record.", zyzzyva_level="How deep"),
+        ],
+        server="main",
+    )
+    index.add([mcp_tool("fifth", "Renames a record.")], server="quuxcorp")
+    return index
 
 
 @pytest.mark.parametrize(
@@ -369,8 +435,8 @@ FIELDS.add([mcp_tool("fifth", "Renames a record.")], server="quuxcorp")
     ],
     ids=["name", "description", "param-description", "param-name", "server"],
 )
-def test_each_index_field_is_searched(query: str, expected: str) -> None:
-    assert [hit["name"] for hit in FIELDS.search(query)] == [expected]
+def test_each_index_field_is_searched(fields: CapabilityIndex, query: str, expected: str) -> None:
+    assert [hit["name"] for hit in fields.search(query)] == [expected]
 
 
 def test_the_headline_and_the_name_weigh_more_than_the_rest() -> None:
@@ -386,3 +452,160 @@ def test_the_headline_and_the_name_weigh_more_than_the_rest() -> None:
     )
     ranked = [hit["name"] for hit in index.search("plonk", limit=4)]
     assert ranked == ["plonk_tool", "b_tool", "a_tool", "c_tool"]
+
+
+def test_a_headline_shows_unprintable_characters_as_escapes() -> None:
+    # Another server's text goes into the system prompt and onto terminals: a BEL, a bidi
+    # override, a noncharacter and a tag character beyond the BMP are written out.
+    assert summary_line("Beep\x07 and \u202e now") == "Beep\\u0007 and \\u202e now"
+    assert summary_line("Tag \U000e0001 here \uffff") == "Tag \\U000e0001 here \\uffff"
+
+
+def test_tool_problem_names_the_reason_or_none() -> None:
+    assert tool_problem(mcp_tool("fine")) is None
+    assert tool_problem({"name": "has space", "inputSchema": {}}) == (
+        "tool name 'has space' is not 1-64 letters, digits, '_', '-' or '.'"
+    )
+
+
+def test_the_refusal_names_at_most_eight_keys() -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        CapabilityIndex([{f"k{i}": i for i in range(10)}])
+    assert str(caught.value).endswith("got keys ['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7']")
+
+
+def test_the_responses_form_and_a_missing_schema() -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    responses = {"type": "function", "name": "find", "description": "Find.", "parameters": schema}
+    cap = CapabilityIndex([responses]).get("find")
+    assert (cap.description, dict(cap.input_schema)) == ("Find.", schema)
+    # No parameters at all: a tool that takes none.
+    bare = {"type": "function", "function": {"name": "ping", "description": "Ping."}}
+    assert CapabilityIndex([bare]).get("ping").schema() == {
+        "name": "ping",
+        "description": "Ping.",
+        "inputSchema": {"type": "object", "properties": {}},
+    }
+
+
+def test_a_tool_without_a_description_renders_as_its_name() -> None:
+    index = CapabilityIndex([{"name": "ping", "inputSchema": {}, "description": None}], server="s")
+    assert index.get("ping").description == ""
+    assert index.render() == "[s]\nping"
+
+
+def test_mcp_annotations_are_kept_and_a_non_object_is_dropped() -> None:
+    hints = {"readOnlyHint": True, "title": "Read"}
+    index = CapabilityIndex(
+        [
+            {"name": "read", "inputSchema": {}, "annotations": hints},
+            {"name": "odd", "inputSchema": {}, "annotations": "read-only"},
+        ]
+    )
+    assert index.schemas(["read", "odd"]) == [
+        {"name": "read", "description": "", "inputSchema": {}, "annotations": hints},
+        {"name": "odd", "description": "", "inputSchema": {}},
+    ]
+    assert index.get("read").schema() == index.schemas(["read"])[0]
+
+
+def test_an_sdk_object_becomes_plain_json_by_its_wire_names() -> None:
+    from mcp_types import ToolAnnotations
+
+    tool = Tool(
+        name="find",
+        input_schema={"type": "object", "required": ("q",)},
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    schema = CapabilityIndex([tool]).get("find").schema("mcp")
+    assert schema == {
+        "name": "find",
+        "description": "",
+        "inputSchema": {"type": "object", "required": ["q"]},
+        "annotations": {"readOnlyHint": True},
+    }
+    assert type(schema["inputSchema"]["required"]) is list
+
+
+def test_the_server_name_keeps_its_letters_digits_and_inner_dashes() -> None:
+    index = CapabilityIndex([mcp_tool("scan")], server="(X-Ray)")
+    assert index.get("scan").server == "X-Ray"
+    with pytest.raises(InvalidArgumentError, match="^server name '!!!' has no letters or digits$"):
+        index.add([mcp_tool("scan")], server="!!!")
+    assert list(index.tools) == []  # the definitions given at construction are not held twice
+
+
+def test_a_name_listed_twice_by_one_server_keeps_the_first() -> None:
+    index = CapabilityIndex(
+        [
+            {"name": "x", "description": "Same.", "inputSchema": {"type": "object"}},
+            {"name": "x", "description": "Same.", "inputSchema": {"properties": {}}},
+        ],
+        server="s",
+    )
+    assert index.add([mcp_tool("x", "Zebra."), mcp_tool("x", "Apple.")], server="t") == [
+        "t_x",
+        "t_x",
+    ]
+    assert index.get("x").input_schema == {"type": "object"}
+    assert index.get("t_x").description == "Zebra."
+    assert len(index) == 2
+
+
+def test_a_taken_prefixed_name_gets_the_next_free_number() -> None:
+    index = CapabilityIndex([mcp_tool("read")], server="fs")
+    assert index.add([mcp_tool("read"), mcp_tool("gh_read")], server="gh") == [
+        "gh_read",
+        "gh_read_2",
+    ]
+    index.add([mcp_tool("read"), mcp_tool("gl_read"), mcp_tool("gl_read_2")], server="x")
+    assert index.add([mcp_tool("read")], server="gl") == ["gl_read_3"]
+
+
+def test_a_prefixed_name_is_cut_to_64_chars_with_room_for_its_number() -> None:
+    name = "a" * 62
+    index = CapabilityIndex([mcp_tool(name)], server="fs")
+    assert index.add([mcp_tool(name)], server="gh") == ["gh_" + "a" * 61]
+    index = CapabilityIndex([mcp_tool(name), mcp_tool("gh_" + "a" * 61)], server="fs")
+    assert index.add([mcp_tool(name)], server="gh") == ["gh_" + "a" * 58 + "_2"]
+
+
+def test_the_index_holds_at_most_max_tools() -> None:
+    from leanreplay.index.search._capabilities import MAX_TOOLS
+
+    index = CapabilityIndex([mcp_tool(f"t{i}") for i in range(MAX_TOOLS)], server="s")
+    with pytest.raises(
+        InvalidArgumentError, match=f"^the capability index holds at most {MAX_TOOLS} tools$"
+    ):
+        index.add([mcp_tool("one_more")], server="s")
+    assert len(index) == MAX_TOOLS
+
+
+def test_search_returns_at_most_limit_hits_with_scores_to_three_places() -> None:
+    index = CapabilityIndex(
+        [mcp_tool(f"tool_{i}", "Read a file. " + "More words here. " * i) for i in range(8)],
+        server="s",
+    )
+    hits = index.search("read file")
+    assert len(hits) == 5  # the default limit
+    assert len(index.search("read file", limit=2)) == 2
+    scores = [hit["score"] for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len(set(scores)) == len(scores)
+    assert all(score == round(score, 3) and score != round(score, 2) for score in scores)
+
+
+def test_a_number_finds_only_tools_that_mention_it(catalogue: CapabilityIndex) -> None:
+    assert catalogue.search("2") == []
+
+
+def test_search_splits_camel_case_and_keeps_phrases_whole(catalogue: CapabilityIndex) -> None:
+    assert [hit["name"] for hit in catalogue.search("commitHistory", limit=1)] == ["git_log"]
+    # git_diff says "commit" too, but not the phrase.
+    assert [hit["name"] for hit in catalogue.search('"commit history"')] == ["git_log"]
+    assert [hit["name"] for hit in catalogue.search('"commit history" zzz')] == ["git_log"]
+
+
+def test_an_all_filler_query_still_searches_its_words() -> None:
+    index = CapabilityIndex([mcp_tool("a_tool", "Read this."), mcp_tool("b_tool", "Read that.")])
+    assert {hit["name"] for hit in index.search("this and that")} == {"a_tool", "b_tool"}
