@@ -34,7 +34,6 @@ from leanreplay.placeholders import content_chars
 
 from .._errors import (
     ConversationChangedError,
-    ConversationNotFoundError,
     ImportFormatError,
     InvalidArgumentError,
     StoreError,
@@ -43,12 +42,8 @@ from .._errors import (
 from ._attachments import SavedAttachment, inline_blocks
 from ._pgmigrations import migrate
 from ._store import (
-    ConversationInfo,
-    ConversationStats,
-    FoldRecord,
-    StoredMessage,
+    StoreReads,
     _checked,
-    _missing,
     _reused,
     _role,
     check_id,
@@ -131,7 +126,7 @@ def _lost(what: str, exc: BaseException) -> StoreError:
     )
 
 
-class PgStore:
+class PgStore(StoreReads):
     """Conversations and their messages in a PostgreSQL database, shared by many workers.
 
     Args:
@@ -141,6 +136,10 @@ class PgStore:
     """
 
     kind = "postgresql"
+    paramstyle = "format"
+    _order_id = 'id COLLATE "C"'  # the bytes' order, whatever the database's collation
+    _row = "n"
+    _max_seq = 2**31 - 1  # seq is an integer column
 
     def __init__(self, url: str, home: str | None = None, *, pool_size: int = POOL_SIZE) -> None:
         self.url = url
@@ -272,21 +271,6 @@ class PgStore:
                 (prefix,),
             )
         return [r[0] for r in rows]
-
-    def exists(self, conversation_id: str) -> bool:
-        return bool(self._read("SELECT 1 FROM conversations WHERE id=%s", (conversation_id,)))
-
-    def info(self, conversation_id: str) -> ConversationInfo:
-        rows = self._read(
-            "SELECT c.id, c.source, c.format, c.notes, "
-            "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id=c.id) "
-            "FROM conversations c WHERE c.id=%s",
-            (conversation_id,),
-        )
-        if not rows:
-            raise _missing(conversation_id)
-        cid, source, fmt, notes, count = rows[0]
-        return ConversationInfo(cid, source, fmt, json.loads(notes), int(count))
 
     # messages
 
@@ -551,116 +535,13 @@ class PgStore:
                 existing.add(candidate)
         return candidate
 
-    def messages(self, conversation_id: str, *, after_seq: int = 0) -> list[StoredMessage]:
-        rows = self._read(
-            "SELECT seq, id, role, body FROM messages "
-            "WHERE conversation_id=%s AND seq>%s ORDER BY seq",
-            (conversation_id, after_seq),
-        )
-        if not rows and not self.exists(conversation_id):
-            raise _missing(conversation_id)
-        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
-
-    def messages_page(
-        self, conversation_id: str, before_seq: int | None = None, limit: int = 100
-    ) -> list[StoredMessage]:
-        rows = self._read(
-            "SELECT seq, id, role, body FROM messages WHERE conversation_id=%s AND seq<%s "
-            "ORDER BY seq DESC LIMIT %s",
-            (conversation_id, before_seq if before_seq is not None else 2**31 - 1, limit),
-        )
-        if not rows and not self.exists(conversation_id):
-            raise _missing(conversation_id)
-        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in reversed(rows)]
-
-    def stats(self) -> list[ConversationStats]:
-        rows = self._read(
-            "SELECT c.id, COUNT(m.seq), COALESCE(MAX(m.seq), 0) FROM conversations c "
-            "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id "
-            'ORDER BY c.id COLLATE "C"'
-        )
-        return [self._stats(cid, int(count), int(last)) for cid, count, last in rows]
-
-    def stats_of(self, conversation_id: str) -> ConversationStats:
-        rows = self._read(
-            "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=%s",
-            (conversation_id,),
-        )
-        if not rows[0][0] and not self.exists(conversation_id):
-            raise _missing(conversation_id)
-        return self._stats(conversation_id, int(rows[0][0]), int(rows[0][1]))
-
-    def _stats(self, cid: str, count: int, last: int) -> ConversationStats:
-        row = self._read(
-            "SELECT id, at FROM messages WHERE conversation_id=%s AND seq=%s", (cid, last)
-        )
-        last_id, at = row[0] if row else (None, None)
-        return ConversationStats(cid, count, last, last_id, at)
-
-    def message(self, conversation_id: str, message_id: str) -> StoredMessage:
-        rows = self._read(
-            "SELECT seq, id, role, body FROM messages WHERE conversation_id=%s AND id=%s",
-            (conversation_id, message_id),
-        )
-        if not rows:
-            if not self.exists(conversation_id):
-                raise _missing(conversation_id)
-            raise ConversationNotFoundError(
-                f"no message {message_id!r} in conversation {conversation_id!r}; use the id "
-                "named in the placeholder, or conversation_search to find one"
-            )
-        seq, mid, role, body = rows[0]
-        return StoredMessage(conversation_id, seq, mid, role, body)
-
-    def all_messages(
-        self, *, after_rowid: int = 0, limit: int = 5000
-    ) -> list[tuple[int, StoredMessage]]:
-        return [
-            (r[0], StoredMessage(r[1], r[2], r[3], r[4], r[5]))
-            for r in self.message_rows(after_rowid=after_rowid, limit=limit)
-        ]
-
     def message_rows(
         self, *, after_rowid: int = 0, limit: int = 5000
     ) -> list[tuple[int, str, int, str, str, str]]:
-        rows = self._read(
-            "SELECT n, conversation_id, seq, id, role, body FROM messages WHERE n>%s "
-            "ORDER BY n LIMIT %s",
-            (after_rowid, limit),
-        )
+        rows = self._rows_after(after_rowid, limit)
         return [(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
 
-    def sizes(self, conversation_id: str, *, after_seq: int = 0) -> list[int]:
-        rows = self._read(
-            "SELECT chars FROM messages WHERE conversation_id=%s AND seq>%s ORDER BY seq",
-            (conversation_id, after_seq),
-        )
-        return [int(r[0]) for r in rows]
-
-    def times(self, conversation_id: str, *, after_seq: int = 0) -> dict[str, float]:
-        """When each message after ``after_seq`` was appended (unix seconds), by message id."""
-        rows = self._read(
-            "SELECT id, at FROM messages WHERE conversation_id=%s AND seq>%s AND at IS NOT NULL",
-            (conversation_id, after_seq),
-        )
-        return {str(mid): float(at) for mid, at in rows}
-
-    def chars_after(self, conversation_id: str, seq: int) -> int:
-        rows = self._read(
-            "SELECT COALESCE(SUM(chars), 0) FROM messages WHERE conversation_id=%s AND seq>%s",
-            (conversation_id, seq),
-        )
-        return int(rows[0][0])
-
     # folds
-
-    def fold(self, conversation_id: str) -> FoldRecord | None:
-        rows = self._read(
-            "SELECT summary, through_seq, through_id, generation FROM folds "
-            "WHERE conversation_id=%s",
-            (conversation_id,),
-        )
-        return FoldRecord(*rows[0]) if rows else None
 
     def write_fold(
         self,
@@ -750,16 +631,6 @@ class PgStore:
                 "(SELECT n FROM snapshots ORDER BY n DESC OFFSET %s LIMIT 1)",
                 (keep,),
             )
-
-    def snapshots(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
-        if conversation_id is None:
-            rows = self._read("SELECT body FROM snapshots ORDER BY n")
-        else:
-            rows = self._read(
-                "SELECT body FROM snapshots WHERE conversation_id=%s ORDER BY n",
-                (conversation_id,),
-            )
-        return [json.loads(body) for (body,) in rows]
 
     # tool activations
 

@@ -36,6 +36,7 @@ from .._locks import file_lock
 from ._activations import Activations
 from ._attachments import SavedAttachment, inline_blocks
 from ._migrations import LATEST, migrate, newer_error, version
+from ._sql import render
 
 __all__ = [
     "ConversationInfo",
@@ -43,6 +44,7 @@ __all__ = [
     "FoldRecord",
     "SavedAttachment",
     "Store",
+    "StoreReads",
     "StoredMessage",
 ]
 
@@ -162,7 +164,169 @@ def encode_message(message: Mapping[str, Any]) -> str:
     return body
 
 
-class Store:
+class StoreReads:
+    """The reads both stores make, each statement written once (see `_sql.render`): a
+    store gives its paramstyle, ``_read``, ``message_rows``, and how its SQL differs."""
+
+    paramstyle = "qmark"
+    _order_id = "id"  # ORDER BY this for ids in the order of their UTF-8 bytes
+    _row = "rowid"  # the column numbering messages in insertion order
+    _max_seq = 2**62  # above every position
+
+    def _read(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _q(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (written with ``?``) in this store's paramstyle."""
+        return self._read(render(sql, self.paramstyle), args)
+
+    def message_rows(
+        self, *, after_rowid: int = 0, limit: int = 5000
+    ) -> list[tuple[int, str, int, str, str, str]]:
+        raise NotImplementedError
+
+    def _rows_after(self, after: int, limit: int) -> list[tuple[Any, ...]]:
+        return self._q(
+            f"SELECT {self._row}, conversation_id, seq, id, role, body FROM messages "
+            f"WHERE {self._row}>? ORDER BY {self._row} LIMIT ?",
+            (after, limit),
+        )
+
+    def exists(self, conversation_id: str) -> bool:
+        return bool(self._q("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
+
+    def info(self, conversation_id: str) -> ConversationInfo:
+        rows = self._q(
+            "SELECT c.id, c.source, c.format, c.notes, "
+            "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id=c.id) "
+            "FROM conversations c WHERE c.id=?",
+            (conversation_id,),
+        )
+        if not rows:
+            raise _missing(conversation_id)
+        cid, source, fmt, notes, count = rows[0]
+        return ConversationInfo(cid, source, fmt, json.loads(notes), int(count))
+
+    def messages(self, conversation_id: str, *, after_seq: int = 0) -> list[StoredMessage]:
+        rows = self._q(
+            "SELECT seq, id, role, body FROM messages "
+            "WHERE conversation_id=? AND seq>? ORDER BY seq",
+            (conversation_id, after_seq),
+        )
+        if not rows and not self.exists(conversation_id):
+            raise _missing(conversation_id)
+        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
+
+    def messages_page(
+        self, conversation_id: str, before_seq: int | None = None, limit: int = 100
+    ) -> list[StoredMessage]:
+        """Up to ``limit`` messages just before ``before_seq`` (the tail when None), in order."""
+        rows = self._q(
+            "SELECT seq, id, role, body FROM messages WHERE conversation_id=? AND seq<? "
+            "ORDER BY seq DESC LIMIT ?",
+            (conversation_id, before_seq if before_seq is not None else self._max_seq, limit),
+        )
+        if not rows and not self.exists(conversation_id):
+            raise _missing(conversation_id)
+        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in reversed(rows)]
+
+    def stats(self) -> list[ConversationStats]:
+        """Message count, last position and last write time of every conversation.
+
+        Counts come from the primary-key index alone, so this stays fast on a store of
+        millions of messages; one row per conversation is read for its time.
+        """
+        rows = self._q(
+            "SELECT c.id, COUNT(m.seq), COALESCE(MAX(m.seq), 0) FROM conversations c "
+            "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id "
+            f"ORDER BY c.{self._order_id}"
+        )
+        return [self._stats(cid, int(count), int(last)) for cid, count, last in rows]
+
+    def stats_of(self, conversation_id: str) -> ConversationStats:
+        rows = self._q(
+            "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
+            (conversation_id,),
+        )
+        if not rows[0][0] and not self.exists(conversation_id):
+            raise _missing(conversation_id)
+        return self._stats(conversation_id, int(rows[0][0]), int(rows[0][1]))
+
+    def _stats(self, cid: str, count: int, last: int) -> ConversationStats:
+        row = self._q("SELECT id, at FROM messages WHERE conversation_id=? AND seq=?", (cid, last))
+        last_id, at = row[0] if row else (None, None)
+        return ConversationStats(cid, count, last, last_id, at)
+
+    def message(self, conversation_id: str, message_id: str) -> StoredMessage:
+        rows = self._q(
+            "SELECT seq, id, role, body FROM messages WHERE conversation_id=? AND id=?",
+            (conversation_id, message_id),
+        )
+        if not rows:
+            if not self.exists(conversation_id):
+                raise _missing(conversation_id)
+            raise ConversationNotFoundError(
+                f"no message {message_id!r} in conversation {conversation_id!r}; use the id "
+                "named in the placeholder, or conversation_search to find one"
+            )
+        seq, mid, role, body = rows[0]
+        return StoredMessage(conversation_id, seq, mid, role, body)
+
+    def all_messages(
+        self, *, after_rowid: int = 0, limit: int = 5000
+    ) -> list[tuple[int, StoredMessage]]:
+        """Messages of every conversation in insertion order, for the search index."""
+        return [
+            (r[0], StoredMessage(r[1], r[2], r[3], r[4], r[5]))
+            for r in self.message_rows(after_rowid=after_rowid, limit=limit)
+        ]
+
+    def sizes(self, conversation_id: str, *, after_seq: int = 0) -> list[int]:
+        """Content chars of each message after ``after_seq``, in order (kept at insert)."""
+        rows = self._q(
+            "SELECT chars FROM messages WHERE conversation_id=? AND seq>? ORDER BY seq",
+            (conversation_id, after_seq),
+        )
+        return [int(r[0]) for r in rows]
+
+    def times(self, conversation_id: str, *, after_seq: int = 0) -> dict[str, float]:
+        """When each message after ``after_seq`` was appended (unix seconds), by message id;
+        the rows stored before times were kept are left out."""
+        rows = self._q(
+            "SELECT id, at FROM messages WHERE conversation_id=? AND seq>? AND at IS NOT NULL",
+            (conversation_id, after_seq),
+        )
+        return {str(mid): float(at) for mid, at in rows}
+
+    def chars_after(self, conversation_id: str, seq: int) -> int:
+        """Content chars of the messages after ``seq`` (sizes kept at insert, and measured for
+        older rows by the "message sizes" migration)."""
+        rows = self._q(
+            "SELECT COALESCE(SUM(chars), 0) FROM messages WHERE conversation_id=? AND seq>?",
+            (conversation_id, seq),
+        )
+        return int(rows[0][0])
+
+    def fold(self, conversation_id: str) -> FoldRecord | None:
+        rows = self._q(
+            "SELECT summary, through_seq, through_id, generation FROM folds "
+            "WHERE conversation_id=?",
+            (conversation_id,),
+        )
+        return FoldRecord(*rows[0]) if rows else None
+
+    def snapshots(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        """The kept prompt snapshots, oldest first."""
+        if conversation_id is None:
+            rows = self._q("SELECT body FROM snapshots ORDER BY n")
+        else:
+            rows = self._q(
+                "SELECT body FROM snapshots WHERE conversation_id=? ORDER BY n", (conversation_id,)
+            )
+        return [json.loads(body) for (body,) in rows]
+
+
+class Store(StoreReads):
     """Conversations and their messages in ``home/store.sqlite3``."""
 
     kind = "sqlite"
@@ -340,21 +504,6 @@ class Store:
             (prefix, prefix + "\U0010ffff"),
         )
         return [r[0] for r in rows]
-
-    def exists(self, conversation_id: str) -> bool:
-        return bool(self._read("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
-
-    def info(self, conversation_id: str) -> ConversationInfo:
-        rows = self._read(
-            "SELECT c.id, c.source, c.format, c.notes, "
-            "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id=c.id) "
-            "FROM conversations c WHERE c.id=?",
-            (conversation_id,),
-        )
-        if not rows:
-            raise _missing(conversation_id)
-        cid, source, fmt, notes, count = rows[0]
-        return ConversationInfo(cid, source, fmt, json.loads(notes), int(count))
 
     # messages
 
@@ -578,130 +727,14 @@ class Store:
             candidate = f"{wanted}-{n}"
         return candidate
 
-    def messages(self, conversation_id: str, *, after_seq: int = 0) -> list[StoredMessage]:
-        rows = self._read(
-            "SELECT seq, id, role, body FROM messages "
-            "WHERE conversation_id=? AND seq>? ORDER BY seq",
-            (conversation_id, after_seq),
-        )
-        if not rows and not self.exists(conversation_id):
-            raise _missing(conversation_id)
-        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in rows]
-
-    def messages_page(
-        self, conversation_id: str, before_seq: int | None = None, limit: int = 100
-    ) -> list[StoredMessage]:
-        """Up to ``limit`` messages just before ``before_seq`` (the tail when None), in order."""
-        rows = self._read(
-            "SELECT seq, id, role, body FROM messages WHERE conversation_id=? AND seq<? "
-            "ORDER BY seq DESC LIMIT ?",
-            (conversation_id, before_seq if before_seq is not None else 2**62, limit),
-        )
-        if not rows and not self.exists(conversation_id):
-            raise _missing(conversation_id)
-        return [StoredMessage(conversation_id, s, i, r, b) for s, i, r, b in reversed(rows)]
-
-    def stats(self) -> list[ConversationStats]:
-        """Message count, last position and last write time of every conversation.
-
-        Counts come from the primary-key index alone, so this stays fast on a store of
-        millions of messages; one row per conversation is read for its time.
-        """
-        rows = self._read(
-            "SELECT c.id, COUNT(m.seq), COALESCE(MAX(m.seq), 0) FROM conversations c "
-            "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id ORDER BY c.id"
-        )
-        return [self._stats(cid, int(count), int(last)) for cid, count, last in rows]
-
-    def stats_of(self, conversation_id: str) -> ConversationStats:
-        rows = self._read(
-            "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id=?",
-            (conversation_id,),
-        )
-        if not rows[0][0] and not self.exists(conversation_id):
-            raise _missing(conversation_id)
-        return self._stats(conversation_id, int(rows[0][0]), int(rows[0][1]))
-
-    def _stats(self, cid: str, count: int, last: int) -> ConversationStats:
-        row = self._read(
-            "SELECT id, at FROM messages WHERE conversation_id=? AND seq=?", (cid, last)
-        )
-        last_id, at = row[0] if row else (None, None)
-        return ConversationStats(cid, count, last, last_id, at)
-
-    def message(self, conversation_id: str, message_id: str) -> StoredMessage:
-        rows = self._read(
-            "SELECT seq, id, role, body FROM messages WHERE conversation_id=? AND id=?",
-            (conversation_id, message_id),
-        )
-        if not rows:
-            if not self.exists(conversation_id):
-                raise _missing(conversation_id)
-            raise ConversationNotFoundError(
-                f"no message {message_id!r} in conversation {conversation_id!r}; use the id "
-                "named in the placeholder, or conversation_search to find one"
-            )
-        seq, mid, role, body = rows[0]
-        return StoredMessage(conversation_id, seq, mid, role, body)
-
-    def all_messages(
-        self, *, after_rowid: int = 0, limit: int = 5000
-    ) -> list[tuple[int, StoredMessage]]:
-        """Messages of every conversation in insertion order, for the search index."""
-        rows = self._read(
-            "SELECT rowid, conversation_id, seq, id, role, body FROM messages WHERE rowid>? "
-            "ORDER BY rowid LIMIT ?",
-            (after_rowid, limit),
-        )
-        return [(r[0], StoredMessage(r[1], r[2], r[3], r[4], r[5])) for r in rows]
-
     def message_rows(
         self, *, after_rowid: int = 0, limit: int = 5000
     ) -> list[tuple[int, str, int, str, str, str]]:
         """`all_messages` as plain (rowid, conversation_id, seq, id, role, body) tuples: the
         search index reads a million of them, and a frozen dataclass each costs seconds."""
-        rows = self._read(
-            "SELECT rowid, conversation_id, seq, id, role, body FROM messages WHERE rowid>? "
-            "ORDER BY rowid LIMIT ?",
-            (after_rowid, limit),
-        )
-        return cast(list[tuple[int, str, int, str, str, str]], rows)
+        return cast(list[tuple[int, str, int, str, str, str]], self._rows_after(after_rowid, limit))
 
     # folds
-
-    def fold(self, conversation_id: str) -> FoldRecord | None:
-        rows = self._read(
-            "SELECT summary, through_seq, through_id, generation FROM folds "
-            "WHERE conversation_id=?",
-            (conversation_id,),
-        )
-        return FoldRecord(*rows[0]) if rows else None
-
-    def sizes(self, conversation_id: str, *, after_seq: int = 0) -> list[int]:
-        """Content chars of each message after ``after_seq``, in order (kept at insert)."""
-        rows = self._read(
-            "SELECT chars FROM messages WHERE conversation_id=? AND seq>? ORDER BY seq",
-            (conversation_id, after_seq),
-        )
-        return [int(r[0]) for r in rows]
-
-    def times(self, conversation_id: str, *, after_seq: int = 0) -> dict[str, float]:
-        """When each message after ``after_seq`` was appended (unix seconds), by message id;
-        the rows stored before times were kept are left out."""
-        rows = self._read(
-            "SELECT id, at FROM messages WHERE conversation_id=? AND seq>? AND at IS NOT NULL",
-            (conversation_id, after_seq),
-        )
-        return {str(mid): float(at) for mid, at in rows}
-
-    def chars_after(self, conversation_id: str, seq: int) -> int:
-        """Content chars of the messages after ``seq`` (sizes kept at insert, and measured for
-        older rows by the "message sizes" migration)."""
-        rows = self._read(
-            "SELECT COALESCE(SUM(chars), 0) FROM messages WHERE conversation_id=? AND seq>?",
-            (conversation_id, seq),
-        )
-        return int(rows[0][0])
 
     def write_fold(
         self,
@@ -779,16 +812,6 @@ class Store:
                 "(SELECT n FROM snapshots ORDER BY n DESC LIMIT ?)",
                 (keep,),
             )
-
-    def snapshots(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
-        """The kept prompt snapshots, oldest first."""
-        if conversation_id is None:
-            rows = self._read("SELECT body FROM snapshots ORDER BY n")
-        else:
-            rows = self._read(
-                "SELECT body FROM snapshots WHERE conversation_id=? ORDER BY n", (conversation_id,)
-            )
-        return [json.loads(body) for (body,) in rows]
 
 
 def _connect(target: str, *, writable: bool = True) -> sqlite3.Connection:
