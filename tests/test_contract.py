@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -245,6 +247,24 @@ def test_readme_opens_with_demo_then_the_ci_test_command() -> None:
     assert blocks[0].endswith("leanreplay demo")
     ci = (REPO / ".ci" / "run").read_text()
     assert blocks[1] in ci, "the README's test command must be what .ci/run runs"
+
+
+def test_ci_runs_the_suite_on_the_newest_python_after_311() -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    assert ci.index(".venv/bin/python -m pytest -q") < ci.index("\nbash .ci/run-newest\n")
+
+
+@pytest.mark.parametrize(("ci", "code", "said"), [("true", 1, "missing"), ("", 0, "skipping")])
+def test_without_the_newest_python_ci_fails_and_a_run_by_hand_skips(
+    ci: str, code: int, said: str, tmp_path: Path
+) -> None:
+    env = {**os.environ, "CI": ci, "NEWEST_PYTHON": str(tmp_path / "no-python3.13")}
+    run = subprocess.run(
+        ["bash", str(REPO / ".ci" / "run-newest")], env=env, capture_output=True, text=True
+    )
+    assert run.returncode == code, run.stderr
+    assert said in run.stderr
+    assert "NEWEST_PYTHON" in run.stderr
 
 
 def test_ci_lints_and_type_checks_before_the_tests() -> None:
