@@ -358,11 +358,16 @@ def load_input(text: str) -> Any:
     return value
 
 
+# json.dumps(value, ensure_ascii=False) without a new encoder each call (the sizes of every
+# stored tool input are measured with it).
+_UNESCAPED = json.JSONEncoder(ensure_ascii=False)
+
+
 def json_chars(value: Any) -> int:
     """``len(json.dumps(value, ensure_ascii=False))``, the size of a tool input; a value
     nested deeper than the encoder goes is measured by a walk, to the same count."""
     try:
-        return len(json.dumps(value, ensure_ascii=False))
+        return len(_UNESCAPED.encode(value))
     except RecursionError:
         return _walked_json_chars(value)
 
