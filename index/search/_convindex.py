@@ -15,6 +15,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ _FETCH = 50_000  # rows read from the store at a time
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 CATCH_UP_WAIT_S = 600.0  # how long a search waits for another process's catch-up
 _fast_decode: Callable[[str], Any] = msgspec.json.Decoder().decode
+_SURROGATE = re.compile("[\ud800-\udfff]")  # indexed as U+FFFD (the store keeps them exact)
 
 
 @contextmanager
@@ -149,9 +151,22 @@ class MessageIndex:
                         # Text fields by keyword (a third cheaper than from_dict); the one
                         # unsigned field typed explicitly (an int by keyword is an i64, which
                         # the u64 field refuses only at commit, losing the batch).
-                        doc = document(
-                            conversation_id=cid, message_id=key, role=role, tool=tools, text=text
-                        )
+                        try:
+                            doc = document(
+                                conversation_id=cid,
+                                message_id=key,
+                                role=role,
+                                tool=tools,
+                                text=text,
+                            )
+                        except ValueError:  # a lone surrogate: no UTF-8 for Tantivy
+                            doc = document(
+                                conversation_id=cid,
+                                message_id=key,
+                                role=role,
+                                tool=_SURROGATE.sub("\ufffd", tools),
+                                text=_SURROGATE.sub("\ufffd", text),
+                            )
                         doc.add_unsigned("seq", seq)
                         writer.add_document(doc)
                     tail = rows[-1]

@@ -106,6 +106,16 @@ def test_messages_msgspec_refuses_are_indexed_too(tantivy_ws: Workspace) -> None
     assert [(h["conversation_id"], h["seq"], h["role"]) for h in hits] == [("odd", 2, "user")]
 
 
+def test_a_lone_surrogate_in_a_message_leaves_the_search_working(tantivy_ws: Workspace) -> None:
+    # Tantivy takes UTF-8 only: the message is indexed with U+FFFD in its place, its other
+    # words found, and the original read back exactly.
+    tantivy_ws.append("odd", user("zeppelin \ud800 hangar"))
+    hits = tantivy_ws.conversation_search("zeppelin hangar")["hits"]
+    assert [(h["conversation_id"], h["message_id"]) for h in hits] == [("odd", "m1")]
+    assert tantivy_ws.conversation_search("quota")["hits"]
+    assert tantivy_ws.messages("odd")[0]["content"] == "zeppelin \ud800 hangar"
+
+
 def test_index_is_rebuilt_when_deleted_or_corrupt(tantivy_ws: Workspace) -> None:
     tantivy_ws.conversation_search("quota")
     index_dir = Path(tantivy_ws.home) / "index" / "messages-v1"
