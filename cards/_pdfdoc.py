@@ -42,6 +42,41 @@ from ._pdfxref import _StreamSection, _TableSection
 
 __all__ = ["PdfDocument"]
 
+_DIGITS = re.compile(rb"[0-9 \t\n\r\x0b\f]*")  # what bytes.split() splits on
+
+
+class _Header:
+    """An object stream's header: (object number, offset) pairs, as byte tokens.
+
+    Tokens of plain digits become numbers only when a lookup needs them: the probe reads two
+    of a hundred pairs. Otherwise ``numbers`` holds them all, converted by int() up front.
+    """
+
+    __slots__ = ("numbers", "tokens")
+
+    def __init__(self, tokens: list[bytes], numbers: list[int] | None) -> None:
+        self.tokens = tokens
+        self.numbers = numbers
+
+    def __len__(self) -> int:
+        return len(self.tokens) // 2
+
+    def number(self, index: int) -> int:
+        if self.numbers is not None:
+            return self.numbers[2 * index]
+        return int(self.tokens[2 * index])
+
+    def offset(self, index: int) -> int:
+        if self.numbers is not None:
+            return self.numbers[2 * index + 1]
+        return int(self.tokens[2 * index + 1])
+
+    def index_of(self, num: int) -> int:
+        """The first pair for object ``num``, or -1."""
+        if self.numbers is None:
+            self.numbers = list(map(int, self.tokens))
+        return next((i for i in range(len(self)) if self.numbers[2 * i] == num), -1)
+
 
 class PdfDocument:
     """Objects of one PDF, located through its xref chain or a recovered offset table."""
@@ -49,7 +84,7 @@ class PdfDocument:
     def __init__(self, file: _File) -> None:
         self.file = file
         self._cache: dict[int, PdfObject] = {}
-        self._streams: dict[int, tuple[_Decoded, list[tuple[int, int]], int]] = {}
+        self._streams: dict[int, tuple[_Decoded, _Header, int]] = {}
         self._opening: list[int] = []  # object streams being opened, outermost first
         self._sections: list[_TableSection | _StreamSection] = []
         self._next_section: int | None = None
@@ -205,11 +240,11 @@ class PdfDocument:
             members: dict[int, _InStream] = {}
             for stream_num in self._recovered_streams[:MAX_OBJECT_STREAMS]:
                 try:
-                    _, pairs, _ = self._object_stream(stream_num)
+                    _, header, _ = self._object_stream(stream_num)
                 except Broken:
                     continue
-                for index, (member, _) in enumerate(pairs):
-                    members[member] = _InStream(stream_num, index)
+                for index in range(len(header)):
+                    members[header.number(index)] = _InStream(stream_num, index)
             self._recovered_members = members
         return self._recovered_members.get(num)
 
@@ -243,7 +278,7 @@ class PdfDocument:
         known = length if is_int(length) else None
         return _stream_source(self.file, stream, length=known)
 
-    def _object_stream(self, stream_num: int) -> tuple[_Decoded, list[tuple[int, int]], int]:
+    def _object_stream(self, stream_num: int) -> tuple[_Decoded, _Header, int]:
         if stream_num in self._streams:
             return self._streams[stream_num]
         chain = " -> ".join(map(str, [*self._opening, stream_num]))
@@ -259,7 +294,7 @@ class PdfDocument:
         finally:
             self._opening.pop()
 
-    def _open_object_stream(self, stream_num: int) -> tuple[_Decoded, list[tuple[int, int]], int]:
+    def _open_object_stream(self, stream_num: int) -> tuple[_Decoded, _Header, int]:
         stream = self.get(stream_num)
         if not isinstance(stream, Stream) or stream.dict.get("Type") != "ObjStm":
             raise Broken(f"object {stream_num} is not an object stream")
@@ -268,37 +303,44 @@ class PdfDocument:
             raise Broken(f"object stream {stream_num} has invalid /N or /First")
         try:
             source = self._source(stream)
-            header = source.ensure(first)[:first].split()
+            head = source.ensure(first)[:first]
         except Broken:
             if "Encrypt" in self.trailer:
                 raise NeedsPassword(
                     f"object stream {stream_num} is encrypted; its objects need the password"
                 ) from None
             raise
-        if len(header) < 2 * n:
+        tokens = head.split()
+        if len(tokens) < 2 * n:
             raise Broken(f"object stream {stream_num} header lists fewer than {n} objects")
-        try:
-            numbers = list(map(int, header[: 2 * n]))
-            pairs = list(zip(numbers[::2], numbers[1::2], strict=True))
-        except ValueError:
-            raise Broken(f"object stream {stream_num} has a malformed header") from None
-        self._streams[stream_num] = (source, pairs, first)
+        del tokens[2 * n :]
+        if _DIGITS.fullmatch(head) is None:
+            # Signs, underscores or worse: convert every number now, as int() takes them.
+            try:
+                numbers: list[int] | None = list(map(int, tokens))
+            except ValueError:
+                raise Broken(f"object stream {stream_num} has a malformed header") from None
+        else:
+            numbers = None  # plain digits: each number converted when it is needed
+        self._streams[stream_num] = (source, _Header(tokens, numbers), first)
         return self._streams[stream_num]
 
     def _member(self, num: int, where: _InStream) -> PdfObject:
-        source, pairs, first = self._object_stream(where.stream_num)
+        source, header, first = self._object_stream(where.stream_num)
         index = where.position
-        if not 0 <= index < len(pairs) or pairs[index][0] != num:
+        if not 0 <= index < len(header) or header.number(index) != num:
             # The index is a hint; find the object by number when it is wrong.
-            index = next((i for i, (member, _) in enumerate(pairs) if member == num), -1)
+            index = header.index_of(num)
             if index < 0:
                 raise Broken(f"object {num} is not in object stream {where.stream_num}")
-        start = first + pairs[index][1]
+        offset = header.offset(index)
+        start = first + offset
         window = _WINDOW
-        if index + 1 < len(pairs) and pairs[index + 1][1] > pairs[index][1]:
+        following = header.offset(index + 1) if index + 1 < len(header) else offset
+        if following > offset:
             # The header says where the next object starts: one window that holds this one
             # (a long /Kids array is tens of KiB), not a parse retried in growing windows.
-            window = min(max(window, pairs[index + 1][1] - pairs[index][1] + 64), MAX_OBJECT_BYTES)
+            window = min(max(window, following - offset + 64), MAX_OBJECT_BYTES)
         while True:
             data = source.ensure(start + window)
             # Parse within the window only: the inflated stream may hold far more.

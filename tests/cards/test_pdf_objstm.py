@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from leanreplay.cards import PdfFacts, pdf_facts
+from leanreplay.cards import PdfFacts, _pdfstream, pdf_facts
 from leanreplay.cards._pdffile import MAX_STREAM_BYTES
 from tests.pdfgen import ObjStm, assemble, three_pages
 
@@ -94,6 +94,8 @@ def test_a_predicted_object_stream_is_inflated_within_the_limit(tmp_path: Path) 
         (ObjStm(6, {2: TREE}, first=b"1.5"), "object stream 6 has invalid /N or /First"),
         (ObjStm(6, {2: TREE}, n=b"2"), "object stream 6 header lists fewer than 2 objects"),
         (ObjStm(6, {2: TREE}, header=b"2 zero\n"), "object stream 6 has a malformed header"),
+        # NUL separates PDF tokens but not bytes.split() ones: "0\x00" is no number.
+        (ObjStm(6, {2: TREE}, header=b"2 0\x00\n"), "object stream 6 has a malformed header"),
         (ObjStm(6, {2: TREE}, data=b"not zlib at all"), "stream at offset"),
     ],
     ids=[
@@ -105,6 +107,7 @@ def test_a_predicted_object_stream_is_inflated_within_the_limit(tmp_path: Path) 
         "first-not-an-int",
         "header-too-short",
         "header-not-numbers",
+        "header-nul",
         "data-does-not-inflate",
     ],
 )
@@ -152,3 +155,35 @@ def test_an_object_said_to_be_in_something_else_is_refused(
     facts = pdf_facts(path)
     assert any("object 6 is not an object stream" in w for w in facts.warnings), facts.warnings
     assert facts.pages == 3
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"2 0\n", b"002 0000\n", b"2\x0b0\x0c\n", b"+2 +0\n", b"2 0 and more\n"],
+    ids=["digits", "leading-zeros", "vertical-tab", "signs", "text-past-the-pairs"],
+)
+def test_a_header_is_read_as_int_reads_its_numbers(tmp_path: Path, header: bytes) -> None:
+    # Plain digits are converted when a lookup needs them, anything else all at once by
+    # int(): both read "+2" and "002" as 2, and neither looks past the /N pairs.
+    facts = facts_of(tmp_path, ObjStm(6, {2: TREE}, header=header))
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
+def test_a_stream_is_inflated_only_as_far_as_the_members_read(tmp_path: Path) -> None:
+    # The tree is the first member; the long member after it is never inflated (the real
+    # method runs, watched for how much data it holds).
+    big = b"<< /Filler [" + b" ".join(b"(%d)" % i for i in range(40_000)) + b"] >>"
+    inflated: list[int] = []
+    ensure = _pdfstream._Decoded.ensure
+
+    def spy(self: _pdfstream._Decoded, n: int) -> bytes:
+        data = ensure(self, n)
+        inflated.append(len(data))
+        return data
+
+    stm = ObjStm(6, {2: TREE, 7: big})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_pdfstream._Decoded, "ensure", spy)
+        facts = facts_of(tmp_path, stm)
+    assert (facts.pages, facts.warnings) == (3, [])
+    assert max(inflated) < 8 * 1024 < len(big)

@@ -9,16 +9,17 @@ import re
 import struct
 import zlib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from leanreplay.cards import pdf_facts
+from leanreplay.cards import _pdfstream, pdf_facts
 from leanreplay.cards._pdfobj import Broken
 from leanreplay.cards._pdfstream import _byte_sum, _png_decode
-from tests.pdfgen import assemble, three_pages
+from tests.pdfgen import ObjStm, assemble, three_pages
 
 
 def _png(filtered: bytes, columns: int, rows: int) -> bytes:
@@ -82,3 +83,35 @@ def test_endstream_is_found_wherever_it_falls_in_the_reads(tmp_path: Path, befor
     path.write_bytes(head + b" " * pad + sep + tail)
     facts = pdf_facts(path)
     assert (facts.pages, facts.warnings) == (3, [])
+
+
+def _zlib_ng() -> ModuleType:
+    from zlib_ng import zlib_ng
+
+    return zlib_ng
+
+
+@pytest.mark.parametrize("inflater", [zlib, _zlib_ng()], ids=["zlib", "zlib-ng"])
+def test_either_inflater_gives_the_same_facts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inflater: ModuleType
+) -> None:
+    # zlib-ng inflates when installed, the standard zlib otherwise: the same facts from both,
+    # for xref and object streams, the committed samples and a stream that does not inflate.
+    from tests import pdfgen
+    from tests.conftest import SAMPLES, load_manifest
+
+    paths = [SAMPLES / n for n in sorted(load_manifest()) if n.endswith(".pdf")]
+    for i, kwargs in enumerate(
+        [{"xref": "stream", "objstm": True}, {"xref": "stream", "compress": True}]
+    ):
+        paths.append(Path(pdfgen.write_pdf(str(tmp_path / f"gen{i}.pdf"), 40, **kwargs)))
+    broken = tmp_path / "broken.pdf"
+    plain = {k: v for k, v in three_pages().items() if k != 2}
+    undecodable = ObjStm(6, {2: three_pages()[2]}, data=b"not zlib at all")
+    broken.write_bytes(assemble(plain, (undecodable,)))
+    paths.append(broken)
+    expected = [pdf_facts(p) for p in paths]
+    monkeypatch.setattr(_pdfstream, "INFLATE", inflater)
+    assert [pdf_facts(p) for p in paths] == expected
+    assert expected[-1].pages == 3
+    assert any("does not inflate" in w for w in expected[-1].warnings), expected[-1].warnings
