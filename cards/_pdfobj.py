@@ -26,6 +26,7 @@ __all__ = [
     "Stream",
     "as_list",
     "is_int",
+    "simple_dict",
 ]
 
 
@@ -138,6 +139,124 @@ _KEY = re.compile(
 # A reference like "12 0 R" needs this many bytes after the first number to be told apart
 # from a plain integer; closer to the window's end we ask for more bytes.
 _REF_LOOKAHEAD = 24
+
+# Simple dictionaries, read one entry to a match (`simple_dict`). A token is taken only when a
+# delimiter follows it inside the window, so nothing is decided at the window's edge.
+_ENDS = rb"(?=[ \t\n\r\f\x00()<>\[\]{}/%])"
+_SIMPLE_VALUE = (
+    rb"(\d++)"
+    + _WS
+    + rb"++(\d++)"
+    + _WS
+    + rb"++R"
+    + _ENDS  # a reference
+    + rb"|([+-]?+(?:\d++(?:\.\d*+)?+|\.\d++))"
+    + _ENDS  # a number
+    + rb"|/([^ \t\n\r\f\x00()<>\[\]{}/%#]*+)"
+    + _ENDS  # a name without escapes
+    + rb"|(true|false|null)"
+    + _ENDS
+    + rb"|<([0-9A-Fa-f]*+)>"  # a hex string without spaces
+    + rb"|\(([^()\\]*+)\)"  # a literal string without escapes or parentheses
+)
+# Groups: 1 the key; 2-3 a reference, 4 a number, 5 a name, 6 a keyword, 7 a hex string,
+# 8 a literal string, 9 an array's "[", 10 a dictionary's "<<".
+_SIMPLE_ENTRY = re.compile(
+    _WS + rb"*+/([^ \t\n\r\f\x00()<>\[\]{}/%#]*+)" + _ENDS + _WS + rb"*+"
+    rb"(?:" + _SIMPLE_VALUE + rb"|(\[)|(<<))"
+)
+# The same values without the key, groups one lower; no arrays or dictionaries inside.
+_SIMPLE_ITEM = re.compile(_WS + rb"*+(?:" + _SIMPLE_VALUE + rb")")
+_SIMPLE_CLOSE = re.compile(_WS + rb"*+>>")
+_SIMPLE_DEPTH = 3  # dictionaries inside dictionaries (a page's /Resources /Font is 3)
+_KEYWORDS: dict[bytes, PdfObject] = {b"true": True, b"false": False, b"null": None}
+
+
+def simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObject], int] | None:
+    """The dictionary at ``buf[pos]`` ("<<") and the offset after it, read by one regex match
+    an entry, when its syntax is simple: keys without # escapes, values that are references,
+    numbers, names, booleans, null, hex strings without spaces, literal strings without
+    escapes, arrays of those, and dictionaries of all that two levels down. Anything else,
+    a comment, or a dictionary that does not end inside ``buf``, returns None (decline): the
+    general parser reads it. What it returns equals the general parser's answer."""
+    entries: dict[str, PdfObject] = {}
+    at = pos + 2
+    match_entry = _SIMPLE_ENTRY.match
+    while (m := match_entry(buf, at)) is not None:
+        kind = m.lastindex
+        at = m.end()
+        value: PdfObject
+        if kind == 3:
+            value = Ref(int(m.group(2)), int(m.group(3)))
+        elif kind == 4:
+            text = m.group(4)
+            value = float(text) if b"." in text else int(text)
+        elif kind == 5:
+            value = Name(m.group(5).decode("latin-1"))
+        elif kind == 9:
+            array = _simple_array(buf, at - 1)
+            if array is None:
+                return None
+            value, at = array
+        elif kind == 10:
+            if depth == _SIMPLE_DEPTH - 1:
+                return None
+            inner = simple_dict(buf, at - 2, depth + 1)
+            if inner is None:
+                return None
+            value, at = inner
+        else:
+            value = _simple_scalar(m, kind)
+        entries[Name(m.group(1).decode("latin-1"))] = value
+    close = _SIMPLE_CLOSE.match(buf, at)
+    if close is None:
+        return None
+    return entries, close.end()
+
+
+def _simple_scalar(m: re.Match[bytes], kind: int | None) -> PdfObject:
+    if kind == 6:
+        return _KEYWORDS[m.group(6)]
+    if kind == 7:
+        digits = m.group(7)
+        return bytes.fromhex((digits + b"0" if len(digits) % 2 else digits).decode("ascii"))
+    return m.group(8)  # kind 8
+
+
+def _simple_array(buf: bytes, start: int) -> tuple[list[PdfObject] | PlainArray, int] | None:
+    # Where the general parser's _array ends it: at the first "]".
+    end = buf.find(b"]", start)
+    if end < 0:
+        return None
+    if end - start > _LAZY_ARRAY_BYTES and not buf[start + 1 : end].translate(None, _PLAIN):
+        return PlainArray(buf[start : end + 1]), end + 1
+    items: list[PdfObject] = []
+    at = start + 1
+    match_item = _SIMPLE_ITEM.match
+    while (m := match_item(buf, at, end + 1)) is not None:
+        kind = m.lastindex
+        at = m.end()
+        if kind == 2:
+            items.append(Ref(int(m.group(1)), int(m.group(2))))
+        elif kind == 3:
+            text = m.group(3)
+            items.append(float(text) if b"." in text else int(text))
+        elif kind == 4:
+            items.append(Name(m.group(4).decode("latin-1")))
+        else:
+            items.append(_simple_scalar_item(m, kind))
+    if buf[at:end].strip(b" \t\n\r\f\x00"):
+        return None  # a token the simple syntax does not know
+    return items, end + 1
+
+
+def _simple_scalar_item(m: re.Match[bytes], kind: int | None) -> PdfObject:
+    if kind == 5:
+        return _KEYWORDS[m.group(5)]
+    if kind == 6:
+        digits = m.group(6)
+        return bytes.fromhex((digits + b"0" if len(digits) % 2 else digits).decode("ascii"))
+    return m.group(7)  # kind 7
 
 
 class Parser:
@@ -338,7 +457,14 @@ class Parser:
                 return items
             items.append(self.parse(depth + 1))
 
+    simple = True  # try `simple_dict` first (a test turns it off to compare the two)
+
     def _dict(self, depth: int) -> dict[str, PdfObject]:
+        if self.simple:
+            found = simple_dict(self.buf, self.pos)
+            if found is not None:
+                self.pos = found[1]
+                return found[0]
         self.pos += 2
         entries: dict[str, PdfObject] = {}
         buf = self.buf

@@ -1,0 +1,197 @@
+"""The simple-dictionary fast path (`simple_dict`): on every dictionary of the committed
+samples and of generated files (object streams inflated too), and on random token soup, its
+answer is the general parser's, value for value and type for type, and it declines what its
+syntax does not cover."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from leanreplay.cards._pdfobj import (
+    Broken,
+    Incomplete,
+    Name,
+    Parser,
+    PlainArray,
+    Ref,
+    simple_dict,
+)
+from tests import pdfgen
+from tests.conftest import SAMPLES, load_manifest
+
+
+class GeneralParser(Parser):
+    simple = False
+
+
+def typed(value: object) -> object:
+    """The value with every type spelled out: a Name value is not a str, True is not 1, 1.0
+    is not 1. Keys are names always (`check` asserts it), compared by their text."""
+    if isinstance(value, dict):
+        return ("dict", [(str(k), typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed(v) for v in value])
+    if isinstance(value, PlainArray):
+        return ("plain", value.raw)
+    return (type(value).__name__, value)
+
+
+def general(buf: bytes, pos: int, *, at_eof: bool = True) -> tuple[object, int]:
+    parser = GeneralParser(buf, pos, at_eof=at_eof)
+    return typed(parser.parse()), parser.pos
+
+
+def check(buf: bytes, pos: int) -> bool:
+    """True when the fast path read the dictionary at ``pos`` (and agreed with the general)."""
+    found = simple_dict(buf, pos)
+    if found is None:
+        return False
+    value, end = found
+    assert all(type(k) is Name for k in value)
+    assert general(buf, pos) == (typed(value), end), buf[pos : pos + 200]
+    # Near the window's end the general parser may ask for more bytes instead.
+    with contextlib.suppress(Incomplete):
+        assert general(buf, pos, at_eof=False) == (typed(value), end)
+    return True
+
+
+def buffers(data: bytes) -> list[bytes]:
+    """The file and each of its streams that inflates (object streams hold dictionaries)."""
+    out = [data]
+    for m in re.finditer(rb"stream\r?\n", data):
+        try:
+            out.append(zlib.decompressobj().decompress(data[m.end() : m.end() + 1_000_000]))
+        except zlib.error:
+            continue
+    return out
+
+
+def generated() -> list[bytes]:
+    return [
+        pdfgen.pdf_bytes(30),
+        pdfgen.pdf_bytes(30, xref="stream", objstm=True, title="A (title)"),
+        pdfgen.pdf_bytes(300, xref="stream", objstm=True, fanout=16),
+        pdfgen.incremental_add_pages(5, 3),
+        pdfgen.lost_page_tree_pdf(),
+    ]
+
+
+def test_every_dictionary_of_the_samples_and_generated_files_reads_the_same() -> None:
+    files = [(SAMPLES / n).read_bytes() for n in sorted(load_manifest()) if n.endswith(".pdf")]
+    read = declined = 0
+    for data in files + generated():
+        for buf in buffers(data):
+            for m in re.finditer(rb"<<", buf):
+                if check(buf, m.start()):
+                    read += 1
+                else:
+                    declined += 1
+    # The fast path is taken for most dictionaries of real files.
+    assert read > 1000
+    assert read > declined
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<< /A 1 % a comment\n>>",
+        b"<< /A#20B 1 >>",
+        b"<< /A /B#20C >>",
+        b"<< /A (esc\\)aped) >>",
+        b"<< /A (nested (parens)) >>",
+        b"<< /A [[1 2] 3] >>",
+        b"<< /A [<< /B 1 >>] >>",
+        b"<< /A << /B << /C << /D 1 >> >> >> >>",
+        b"<< /A <ab cd> >>",
+        b"<< /A 5R >>",
+        b"<< /A nullx >>",
+        b"<< /A 1.2.3 >>",
+        b"<< /A 1 0 Rx >>",
+        b"<< /A [1.2.3] >>",
+        b"<< /A [(a]b)] >>",
+        b"<< /A {1} >>",
+        b"<< /A 1 ",
+        b"<< /A 1 >",
+        b"<< 1 2 >>",
+    ],
+)
+def test_what_the_simple_syntax_does_not_cover_is_declined(data: bytes) -> None:
+    assert simple_dict(data, 0) is None
+    # ...and the parser still gives the general parser's answer, or the same error.
+    try:
+        expected: object = general(data, 0)
+    except (Broken, Incomplete) as exc:
+        expected = type(exc)
+    try:
+        parser = Parser(data, 0, at_eof=True)
+        got: object = (typed(parser.parse()), parser.pos)
+    except (Broken, Incomplete) as exc:
+        got = type(exc)
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "value"),
+    [
+        (b"<<>>", {}),
+        (b"<</Type/Page/Count 3>>", {"Type": Name("Page"), "Count": 3}),
+        (b"<< /A 1 0 R /B 2 /C -.5 /D 3. >>", {"A": Ref(1, 0), "B": 2, "C": -0.5, "D": 3.0}),
+        (b"<< /A 1 2 3 R >>", None),  # declined: "2 3 R" is no key (the general parser: Broken)
+        (b"<< /A [1 2 3 R] >>", {"A": [1, Ref(2, 3)]}),
+        (b"<< /A true /B false /C null >>", {"A": True, "B": False, "C": None}),
+        (
+            b"<< /A <abc> /B <> /C (x y) /D () >>",
+            {"A": b"\xab\xc0", "B": b"", "C": b"x y", "D": b""},
+        ),
+        (b"<< /A 1 /A 2 >>", {"A": 2}),  # a repeated key: the last one, as in the general parser
+        (b"<< /A << /B << /C 1 >> >> >>", {"A": {"B": {"C": 1}}}),
+        (b"<< / 1 >>", {"": 1}),
+    ],
+)
+def test_simple_dictionaries_read_as_the_general_parser_reads_them(
+    data: bytes, value: object
+) -> None:
+    found = simple_dict(data, 0)
+    if value is None:
+        assert found is None
+        return
+    assert found is not None
+    assert typed(found[0]) == typed(value)
+    assert general(data, 0) == (typed(found[0]), found[1])
+
+
+def test_a_long_plain_array_stays_lazy() -> None:
+    kids = b"[" + b" ".join(b"%d 0 R" % i for i in range(200)) + b"]"
+    data = b"<< /Kids " + kids + b" /Count 200 >>"
+    found = simple_dict(data, 0)
+    assert found is not None
+    assert found[0]["Kids"] == PlainArray(kids)
+    assert general(data, 0) == (typed(found[0]), found[1])
+
+
+TOKENS = [
+    b"<<", b">>", b"<", b">", b"[", b"]", b"(", b")", b"{", b"}", b"/", b"/A", b"/Type",
+    b"/B#20", b"#", b"%c\n", b" ", b"  ", b"\n", b"\r\n", b"\x00", b"\t", b"0", b"1", b"12",
+    b"-", b"+", b".", b"-.5", b"3.", b"1.2.3", b"R", b"Rx", b"true", b"false", b"null",
+    b"nullx", b"<ab>", b"<a b>", b"<abc>", b"(x)", b"(a\\)b)", b"\\", b"stream", b"\xff",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(TOKENS), max_size=40), st.binary(max_size=20))
+def test_token_soup_reads_the_same_or_is_declined(tokens: list[bytes], tail: bytes) -> None:
+    buf = b"".join(tokens) + tail
+    for m in re.finditer(rb"<<", buf):
+        check(buf, m.start())
+
+
+@given(st.binary(max_size=200))
+def test_random_bytes_read_the_same_or_are_declined(data: bytes) -> None:
+    buf = b"<<" + data
+    for m in re.finditer(rb"<<", buf):
+        check(buf, m.start())
