@@ -135,12 +135,17 @@ def pdf_facts(path: str | os.PathLike[str]) -> PdfFacts:
 
     Raises the same path errors as `card_for`; problems inside the file become warnings.
     """
-    with _open_regular(path) as (fd, size, _):
+    with _open_regular(path, resolve=False) as (fd, size, _):
         return probe_pdf(fd, size)
 
 
 @contextlib.contextmanager
-def _open_regular(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, str]]:
+def _open_regular(
+    path: str | os.PathLike[str], *, resolve: bool = True
+) -> Iterator[tuple[int, int, str]]:
+    """The regular file at ``path``, open: (fd, size, absolute path). With ``resolve`` false
+    the name is opened as given (the kernel resolves it as realpath would) and resolved only
+    for a message: the caller never shows the path, and realpath is a stat per component."""
     raw = os.fspath(path)
     if not isinstance(raw, str):
         raise TypeError(f"path must be str or os.PathLike[str], got {type(raw).__name__}")
@@ -148,37 +153,42 @@ def _open_regular(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, str]
         raise FileMissingError(
             f"path {raw!r} contains a NUL byte; no file has such a name", path=raw
         )
-    absolute = os.path.realpath(raw)
+    target = os.path.realpath(raw) if resolve else raw
+
+    def absolute() -> str:
+        return target if resolve else os.path.realpath(raw)
+
     # stat first: opening a FIFO or a device can block or have side effects.
     try:
-        before = os.stat(absolute)
+        before = os.stat(target)
     except FileNotFoundError:
+        where = absolute()
         raise FileMissingError(
-            f"no file at {absolute!r}: check the path (given as {raw!r})", path=absolute
+            f"no file at {where!r}: check the path (given as {raw!r})", path=where
         ) from None
     except OSError as exc:
-        raise FileUnreadableError(
-            f"cannot stat {absolute!r}: {exc.strerror}", path=absolute
-        ) from None
-    _require_regular(before, absolute)
+        where = absolute()
+        raise FileUnreadableError(f"cannot stat {where!r}: {exc.strerror}", path=where) from None
+    if not stat.S_ISREG(before.st_mode):
+        _require_regular(before, absolute())
     try:
-        fd = os.open(absolute, _OPEN_FLAGS)
+        fd = os.open(target, _OPEN_FLAGS)
     except FileNotFoundError:
-        raise FileMissingError(
-            f"{absolute!r} disappeared while being read", path=absolute
-        ) from None
+        where = absolute()
+        raise FileMissingError(f"{where!r} disappeared while being read", path=where) from None
     except OSError as exc:
+        where = absolute()
         raise FileUnreadableError(
-            f"cannot open {absolute!r}: {exc.strerror}; check its permissions", path=absolute
+            f"cannot open {where!r}: {exc.strerror}; check its permissions", path=where
         ) from None
     try:
         st = os.fstat(fd)
-        _require_regular(st, absolute)  # the path may have been swapped since the stat
-        yield fd, st.st_size, absolute
+        if not stat.S_ISREG(st.st_mode):
+            _require_regular(st, absolute())  # the path may have been swapped since the stat
+        yield fd, st.st_size, target
     except OSError as exc:
-        raise FileUnreadableError(
-            f"cannot read {absolute!r}: {exc.strerror}", path=absolute
-        ) from None
+        where = absolute()
+        raise FileUnreadableError(f"cannot read {where!r}: {exc.strerror}", path=where) from None
     finally:
         os.close(fd)
 

@@ -20,6 +20,7 @@ from leanreplay.cards import (
     NotARegularFileError,
     card_for,
     human_size,
+    pdf_facts,
     quote,
 )
 from leanreplay.cards._text import MAX_LINE_COUNT_BYTES
@@ -28,6 +29,31 @@ from leanreplay.cards._text import MAX_LINE_COUNT_BYTES
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(FileMissingError, match=r"no file at '.*nothing\.pdf'"):
         card_for(tmp_path / "nothing.pdf")
+
+
+def test_pdf_facts_opens_the_name_as_given_and_its_errors_name_the_resolved_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pdf_facts skips realpath on the way in; through a symlink and "..", from a relative
+    # name, it reads the file, and each error still names the absolute, resolved path.
+    from tests import pdfgen
+
+    real = tmp_path / "real"
+    real.mkdir()
+    pdfgen.write_pdf(str(real / "a.pdf"), 3)
+    (tmp_path / "link").symlink_to(real)
+    (real / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert pdf_facts("link/sub/../a.pdf").pages == 3
+    resolved = str(real / "gone.pdf")
+    with pytest.raises(FileMissingError) as missing:
+        pdf_facts("link/sub/../gone.pdf")
+    assert missing.value.path == resolved
+    assert f"no file at {resolved!r}: check the path (given as 'link/sub/../gone.pdf')" in str(
+        missing.value
+    )
+    with pytest.raises(NotARegularFileError, match=f"'{real / 'sub'}' is a directory"):
+        pdf_facts("link/sub")
 
 
 def test_nul_in_path_is_a_path_error() -> None:
