@@ -195,3 +195,54 @@ def test_random_bytes_read_the_same_or_are_declined(data: bytes) -> None:
     buf = b"<<" + data
     for m in re.finditer(rb"<<", buf):
         check(buf, m.start())
+
+
+SEPARATORS = [b" ", b"\n", b"\r\n", b"\t", b"\x00", b" \n "]
+_scalars = st.one_of(
+    st.integers(-(10**12), 10**12).map(lambda n: b"%d" % n),
+    st.sampled_from([b"1.5", b"-.5", b"3.", b"+2.25", b"+7", b"007", b"-0"]),
+    st.tuples(st.integers(0, 10**6), st.integers(0, 99)).map(lambda r: b"%d %d R" % r),
+    st.text("AZaz09._-+*!", max_size=6).map(lambda s: b"/" + s.encode()),
+    st.sampled_from([b"true", b"false", b"null"]),
+    st.text("0123456789abcdefABCDEF", max_size=9).map(lambda s: b"<" + s.encode() + b">"),
+    # Without "]" too: an array ends at its first "]" for the fast path (it declines such).
+    st.binary(max_size=8).map(lambda b: b"(" + bytes(c for c in b if c not in b"()\\]") + b")"),
+)
+
+
+@st.composite
+def _joined(draw: st.DrawFn, tokens: list[bytes]) -> bytes:
+    # A separator between tokens; none where a delimiter already parts them.
+    out = tokens[0] if tokens else b""
+    for token in tokens[1:]:
+        bare = token[:1] in (b"/", b"[", b"<", b"(") or out[-1:] in (b"]", b">", b")")
+        out += draw(st.sampled_from([b"", *SEPARATORS] if bare else SEPARATORS)) + token
+    return out
+
+
+@st.composite
+def _simple(draw: st.DrawFn, depth: int = 0) -> bytes:
+    """A dictionary the simple syntax covers, written with varied spacing."""
+    parts = [b"<<"]
+    for _ in range(draw(st.integers(0, 5))):
+        parts.append(b"/" + draw(st.text("ABKxyz", min_size=0, max_size=4)).encode())
+        kind = draw(st.integers(0, 5 if depth < 2 else 4))
+        if kind == 4:
+            parts.append(draw(_joined([b"[", *draw(st.lists(_scalars, max_size=6)), b"]"])))
+        elif kind == 5:
+            parts.append(draw(_simple(depth + 1)))
+        else:
+            parts.append(draw(_scalars))
+    parts.append(b">>")
+    return draw(_joined(parts))
+
+
+@given(_simple(), st.integers(0, 10**6), st.sampled_from(TOKENS))
+def test_simple_dictionaries_are_taken_and_one_odd_token_is_declined_or_read_alike(
+    data: bytes, where: int, odd: bytes
+) -> None:
+    assert check(data + b"\n", 0)  # every dictionary of the simple syntax is taken
+    at = where % (len(data) + 1)
+    spoiled = data[:at] + odd + data[at:]
+    for m in re.finditer(rb"<<", spoiled):
+        check(spoiled, m.start())
