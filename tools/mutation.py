@@ -60,14 +60,25 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["leanreplay/index/search/_capabilities.py"],
         ["tests/index/test_capabilities.py"],
     ),
-    "tables": (
-        ["leanreplay/index/tools/_tables.py"],
-        ["tests/index/test_table_tools.py", "tests/index/test_table_confinement.py"],
-    ),
+    # test_table_hostile.py too: the sheet-extent refusals, wide rows and giant cells of
+    # _tables.py are tested there and nowhere else.
+    "tables": (["leanreplay/index/tools/_tables.py"], ["tests/index/test_table_*.py"]),
     "migrations": (
         ["leanreplay/index/store/_migrations.py"],
         ["tests/index/test_store_migrations.py"],
     ),
+}
+
+
+# Tests left out of a target's runs, with why. mutmut runs the clean and the stats pass in
+# its own process and then reaps its workers with os.wait(), so a test that leaves a child
+# process behind (the background builder of a columnar table copy) is reaped as an unknown
+# worker and crashes the run (KeyError in wait_for_result).
+DESELECT: dict[str, list[str]] = {
+    "tables": [
+        "tests/index/test_table_tools.py::test_large_text_tables_get_a_columnar_copy_in_the_background",
+        "tests/index/test_table_tools.py::test_a_copy_claimed_by_a_builder_that_died_is_built_again",
+    ],
 }
 
 
@@ -88,7 +99,8 @@ def _mutmut(target: str, tests: list[str], *args: str) -> None:
     configuration._config = dataclasses.replace(
         configuration._load_config(),
         only_mutate=mutate,
-        pytest_add_cli_args_test_selection=_tests(tests or own),
+        pytest_add_cli_args_test_selection=_tests(tests or own)
+        + [arg for node in DESELECT.get(target, []) for arg in ("--deselect", node)],
     )
     from mutmut.__main__ import cli
 
