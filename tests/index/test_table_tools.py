@@ -323,3 +323,25 @@ def test_a_copy_claimed_by_a_builder_that_died_is_built_again(
     Path(f"{copy}.building").write_text(dead)  # a builder killed before it finished
     assert ws.table_query(name, "SELECT count(*) FROM t")["rows"] == [[50]]
     assert wait_for_copy(tables) == copy
+
+
+def test_cells_are_shown_as_json_values() -> None:
+    # Spreadsheets store every number as a double: a whole one is shown as an int, up to the
+    # doubles that still count exactly; anything else is shown as its text.
+    assert type(_tables._cell(1000.0)) is int
+    assert type(_tables._cell(2.0**53)) is float
+    assert _tables._cell(complex(1, 2)) == "(1+2j)"
+
+
+def test_a_missing_column_names_the_first_50_of_the_header(ws: Workspace) -> None:
+    header = [f"c{i}" for i in range(60)]
+    (root(ws) / "wide.csv").write_text(",".join(header) + "\n" + ",".join("1" * 60) + "\n")
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_read("wide.csv", columns=["nope"])
+    message = str(caught.value)
+    assert message.endswith(", ".join(json.dumps(h) for h in header[:50]) + " (+10 more)")
+
+
+def test_a_header_keeps_its_trailing_spaces_but_not_its_cr(ws: Workspace) -> None:
+    (root(ws) / "spaced.csv").write_bytes(b"a,b \r\n1,2\r\n")
+    assert ws.table_read("spaced.csv")["columns"] == ["row", "a", "b "]
