@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_KEEP_ASSISTANT_TURNS",
     "DEFAULT_KEEP_USER_EXCHANGES",
     "DEFAULT_MIN_CHARS",
+    "DEFAULT_MIN_REQUEST_CHARS",
     "DEFAULT_PRESSURE_CHARS",
     "DEFAULT_PREVIEW_CHARS",
     "DEFAULT_PREVIEW_SHAPE",
@@ -78,6 +79,7 @@ DEFAULT_CACHE_TTL_S = 300.0
 # Code keeps a 2 KB preview of a big output, deepagents evicts results over 20k tokens).
 DEFAULT_FRESH_CAP_CHARS = 40_000
 DEFAULT_FRESH_KEEP_CHARS = 4_000  # what a cut result shows: its first and last 2,000 chars
+DEFAULT_MIN_REQUEST_CHARS = 0
 PLACEHOLDER_MARKER = "[elided tool result]"
 INPUT_MARKER = "[elided tool input]"
 # In the text of an input that holds either placeholder (a replay of a replay), unless the
@@ -139,6 +141,10 @@ class ReplayPolicy:
             ``offset`` is where the shown head ends). None never cuts. The in-turn
             compactor stays the emergency net for everything else.
         fresh_keep_chars: what a cut result keeps of the original, head and tail together.
+        min_request_chars: with cache-aware timing, a request that would carry fewer chars
+            than this (as ``pressure_chars`` counts them) applies no stale elision: there
+            the saving is too small to pay for one ``conversation_read`` round trip the
+            model may need to read an original back. 0 always decides on the cache alone.
     """
 
     min_chars: int = DEFAULT_MIN_CHARS
@@ -156,6 +162,7 @@ class ReplayPolicy:
     cache_ttl_s: float = DEFAULT_CACHE_TTL_S
     fresh_cap_chars: int | None = DEFAULT_FRESH_CAP_CHARS
     fresh_keep_chars: int = DEFAULT_FRESH_KEEP_CHARS
+    min_request_chars: int = DEFAULT_MIN_REQUEST_CHARS
 
     @classmethod
     def seed(cls) -> ReplayPolicy:
@@ -174,6 +181,7 @@ class ReplayPolicy:
             ("min_savings", 0),
             ("pressure_chars", 1),
             ("fresh_keep_chars", 0),
+            ("min_request_chars", 0),
         ):
             check_int(name, getattr(self, name), minimum=minimum, error=InvalidPolicyError)
         if self.fresh_cap_chars is not None:
@@ -707,22 +715,25 @@ def _cache_aware(
             due += 1
         if not pending:
             continue
+        savings = pending_savings
+        # The elisions not yet due, still at full size in this request.
+        unapplied = saved_before[max(bisect_left(indices, point), due)] - saved_before[due]
+        size = prefix[point] + unapplied + savings  # this request with nothing pending applied
+        if size < policy.min_request_chars:
+            continue  # too small to save what one re-read of an original costs
         if point in cold:  # the cache expired: this request is written in full anyway
             chosen += pending
             pending, pending_savings = [], 0
             continue
-        savings = pending_savings
         if savings < policy.min_savings:
             continue
         first = pending[0].index
         # What the batch rewrites: the chars from its first changed message to the end,
         # with the elisions not yet due still at full size.
-        unapplied = saved_before[max(bisect_left(indices, point), due)] - saved_before[due]
         rewrite = (CACHE_WRITE - CACHE_READ) * (prefix[point] - prefix[first] + unapplied)
         # Requests still to come, guessed as many as the current exchange has made so far.
         exchange = starts[-1] if starts else 0
         future = 1 + len(turns) - bisect_left(turns, exchange)
-        size = prefix[point] + unapplied + savings
         if future * CACHE_READ * savings >= rewrite or size > policy.pressure_chars:
             chosen += pending
             pending, pending_savings = [], 0

@@ -458,6 +458,28 @@ def test_pressure_applies_stale_elisions_at_once() -> None:
     assert pressed.placeholders == 2
 
 
+def test_a_request_under_min_request_chars_elides_nothing() -> None:
+    messages = [user("do the task")]
+    for i in range(4):
+        messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "y" * 6000)]
+    messages = with_ids(messages)
+    pressed = ReplayPolicy(pressure_chars=20_000)  # both stale results due at once
+    assert replay(messages, conversation_id="c", policy=pressed).placeholders == 2
+    size = sum(content_chars(m) for m in messages)  # about 24,000 chars
+    # A request smaller than the floor goes verbatim, pressure or not, expired or not...
+    small = replace(pressed, min_request_chars=size + 1)
+    times = {str(m["id"]): 0.0 for m in messages}
+    warm = replay(messages, conversation_id="c", policy=small)
+    cold = replay(messages, conversation_id="c", policy=small, times=times, now=10_000.0)
+    for lean in (warm, cold):
+        assert lean.placeholders == 0
+        assert lean.messages == messages
+    # ...and one at the floor decides as before.
+    at = replace(pressed, min_request_chars=size)
+    assert replay(messages, conversation_id="c", policy=at).placeholders == 2
+    assert assert_prefix_extensions(messages, small) >= 0
+
+
 @pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
 def test_stale_tool_inputs_become_placeholders_and_the_call_stays_valid(shape: str) -> None:
     big = "line\n" * 1000  # 5,000 chars

@@ -162,6 +162,7 @@ def test_stats_names_every_figure() -> None:
         ({"preview_chars": 2001}, "preview_chars must be <= 2000, got 2001"),
         ({"min_savings": -1}, "min_savings must be >= 0, got -1"),
         ({"pressure_chars": 0}, "pressure_chars must be >= 1, got 0"),
+        ({"min_request_chars": -1}, "min_request_chars must be >= 0, got -1"),
         ({"timing": "lazy"}, "timing must be one of eager, cache_aware, got 'lazy'"),
         (
             {"age_unit": "turn"},

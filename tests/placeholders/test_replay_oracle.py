@@ -509,6 +509,7 @@ def policies(timing: str, **fixed: Any) -> st.SearchStrategy[ReplayPolicy]:
         "preview_chars": st.sampled_from([0, 200]),
         "exclude_tools": st.frozensets(st.sampled_from(TOOLS)),
         "elide_inputs": st.booleans(),
+        "min_request_chars": st.sampled_from([0, 0, 8000]),
     }
     fields.update(
         {k: v if isinstance(v, st.SearchStrategy) else st.just(v) for k, v in fixed.items()}

@@ -98,6 +98,8 @@ def cache_aware(messages: list[dict[str, Any]], policy: ReplayPolicy) -> set[int
         start = exchanges[-1] if exchanges else 0
         future = 1 + sum(1 for t in turn_starts(messages[:end]) if t >= start)
         request = sum(now(i, applied) for i in range(end))  # as it would go without the batch
+        if request < policy.min_request_chars:
+            continue  # too small a request to elide in
         if future * 0.1 * batch >= rewrite or request > policy.pressure_chars:
             applied |= pending
             pending = set()
