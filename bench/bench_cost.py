@@ -600,8 +600,9 @@ def sweep(
     for chars in (1000, 4000):
         if chars != base.min_chars:
             variants[f"min_chars={chars}"] = replace(base, min_chars=chars)
-    if not base.drop_thinking:
-        variants["drop_thinking=True"] = replace(base, drop_thinking=True)
+    variants[f"drop_thinking={not base.drop_thinking}"] = replace(
+        base, drop_thinking=not base.drop_thinking
+    )
     for name, value in _new_knobs(base):
         variants[name] = value
     out: dict[str, Any] = {}
@@ -636,7 +637,7 @@ def _new_knobs(base: ReplayPolicy) -> list[tuple[str, ReplayPolicy]]:
             if chars != base.min_request_chars:  # type: ignore[attr-defined]
                 label = f"min_request_chars={chars}"
                 out.append((label, replace(base, min_request_chars=chars)))  # type: ignore[call-arg]
-    for chars in (0, 500):
+    for chars in (0, 200, 500):
         if chars != base.preview_chars:
             out.append((f"preview_chars={chars}", replace(base, preview_chars=chars)))
     if "preview_shape" in fields:

@@ -69,7 +69,7 @@ DEFAULT_MIN_CHARS = 2000
 DEFAULT_KEEP_USER_EXCHANGES = 2
 DEFAULT_KEEP_ASSISTANT_TURNS = 2
 DEFAULT_PRESSURE_CHARS = 150_000
-DEFAULT_PREVIEW_CHARS = 200
+DEFAULT_PREVIEW_CHARS = 0  # bench_cost --sweep: cheaper on the adjusted bill
 MAX_PREVIEW_CHARS = 2000
 DEFAULT_PREVIEW_SHAPE: tuple[str, ...] = ("head",)
 # A provider's prompt cache lives 5 minutes from its last use (Anthropic's default TTL; the
@@ -79,7 +79,7 @@ DEFAULT_CACHE_TTL_S = 300.0
 # Code keeps a 2 KB preview of a big output, deepagents evicts results over 20k tokens).
 DEFAULT_FRESH_CAP_CHARS = 40_000
 DEFAULT_FRESH_KEEP_CHARS = 4_000  # what a cut result shows: its first and last 2,000 chars
-DEFAULT_MIN_REQUEST_CHARS = 0
+DEFAULT_MIN_REQUEST_CHARS = 0  # 20_000 makes tau-bench never dearer (README)
 PLACEHOLDER_MARKER = "[elided tool result]"
 INPUT_MARKER = "[elided tool input]"
 # In the text of an input that holds either placeholder (a replay of a replay), unless the
@@ -128,8 +128,9 @@ class ReplayPolicy:
         elide_inputs: also elide the long string fields of stale tool inputs (Anthropic
             ``tool_use.input``, OpenAI ``function.arguments``); the call keeps its keys.
         drop_thinking: leave out ``thinking`` / ``redacted_thinking`` blocks of assistant
-            turns before the current exchange (Anthropic strips them from the context
-            itself; those of the current tool loop are always kept, signed and unchanged).
+            turns before the current exchange (default; Anthropic lets a request omit them,
+            and strips them from the context itself before Opus 4.5; those of the current
+            exchange, its tool loop's included, are always kept, signed and unchanged).
         cache_ttl_s: seconds a provider keeps a cached prefix after its last use (300, the
             5-minute cache; 3600 for the 1-hour one). With cache-aware timing, a request
             that comes more than this after the one before it (its cache has expired, so it
@@ -157,7 +158,7 @@ class ReplayPolicy:
     timing: Timing = "cache_aware"
     pressure_chars: int = DEFAULT_PRESSURE_CHARS
     elide_inputs: bool = True
-    drop_thinking: bool = False
+    drop_thinking: bool = True
     preview_shape: tuple[str, ...] = DEFAULT_PREVIEW_SHAPE
     cache_ttl_s: float = DEFAULT_CACHE_TTL_S
     fresh_cap_chars: int | None = DEFAULT_FRESH_CAP_CHARS
@@ -169,7 +170,12 @@ class ReplayPolicy:
         """The original rule, exactly: tool results of >= 2,000 chars older than the last two
         genuine user exchanges become placeholders at once; nothing else changes."""
         return cls(
-            age_unit="user_exchange", timing="eager", elide_inputs=False, fresh_cap_chars=None
+            age_unit="user_exchange",
+            timing="eager",
+            elide_inputs=False,
+            fresh_cap_chars=None,
+            drop_thinking=False,
+            preview_chars=200,
         )
 
     def __post_init__(self) -> None:

@@ -29,7 +29,7 @@ from leanreplay.placeholders import (
 from tests.builders import an_call, an_results, assistant, oa_call, oa_result, user, with_ids
 
 SEED = ReplayPolicy.seed()
-PRESSED = ReplayPolicy(pressure_chars=1)  # cache-aware, every stale batch due at once
+PRESSED = ReplayPolicy(pressure_chars=1, min_request_chars=0)  # every stale batch due at once
 
 
 # --- the fold threshold --------------------------------------------------------------------

@@ -132,7 +132,10 @@ def test_a_too_deep_input_is_replayed_verbatim_and_the_rest_is_still_elided(
     shape: str, depth: int, timing: str
 ) -> None:
     messages = {"openai": openai, "anthropic": anthropic, "responses": responses}[shape](depth)
-    policy = ReplayPolicy(timing=timing, pressure_chars=1_000)  # cache-aware elides at once
+    # cache-aware elides at once; earlier thinking kept, so blocks keep their places
+    policy = ReplayPolicy(
+        timing=timing, pressure_chars=1_000, min_request_chars=0, drop_thinking=False
+    )
     result = replay(messages, conversation_id="c", policy=policy)
     out = result.messages
     assert check_pairing(out) == []

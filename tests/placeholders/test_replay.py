@@ -315,6 +315,8 @@ POLICIES = st.sampled_from(
         ReplayPolicy(min_savings=5000, drop_thinking=True),
         ReplayPolicy(timing="eager", drop_thinking=True),
         ReplayPolicy(pressure_chars=3000),
+        ReplayPolicy(pressure_chars=3000, min_request_chars=6000),
+        ReplayPolicy(min_request_chars=0, preview_chars=200, drop_thinking=False),
     ]
 )
 
@@ -390,20 +392,22 @@ def assert_prefix_extensions(
     messages: list[dict[str, Any]], policy: ReplayPolicy, conversation_id: str = "c"
 ) -> int:
     """Replay before every assistant message, as an agent loop does: between two applied
-    batches each request extends the one before byte for byte; nothing comes back. Returns
-    the number of batches."""
+    batches (new placeholders, or, with ``drop_thinking``, a finished exchange's thinking
+    left out, which `elided_chars` counts) each request extends the one before byte for
+    byte; nothing comes back. Returns the number of batches."""
     previous: list[dict[str, Any]] | None = None
-    count = batches = 0
+    count = batches = elided = 0
     for k in range(1, len(messages)):
         if messages[k]["role"] != "assistant" or messages[k - 1]["role"] == "assistant":
             continue  # a request goes out before an assistant message, not inside a split one
         result = replay(messages[:k], conversation_id=conversation_id, policy=policy)
         assert result.placeholders >= count, "an elided result came back"
-        if previous is not None and result.placeholders == count:
+        new_batch = result.placeholders > count or result.elided_chars > elided
+        if previous is not None and not new_batch:
             for old, new in zip(previous, result.messages, strict=False):
                 assert old is new or dumps(old) == dumps(new), f"request {k} rewrote its prefix"
-        batches += result.placeholders > count
-        count, previous = result.placeholders, result.messages
+        batches += new_batch
+        count, previous, elided = result.placeholders, result.messages, result.elided_chars
     return batches
 
 
@@ -532,7 +536,8 @@ def test_keep_user_exchanges_zero_elides_the_current_exchange_too(keep: int, eli
     messages = with_ids(
         [user("u1"), oa_call(("c1", "bash")), oa_result("c1", "x" * 5000), assistant("a1")]
     )
-    result = replay(messages, conversation_id="c", policy=ReplayPolicy(keep_user_exchanges=keep))
+    policy = ReplayPolicy(keep_user_exchanges=keep, min_request_chars=0)
+    result = replay(messages, conversation_id="c", policy=policy)
     assert result.placeholders == elided
 
 
@@ -541,7 +546,7 @@ def test_keep_user_exchanges_zero_elides_the_current_exchange_too(keep: int, eli
 def test_the_stats_measure_the_output(messages: list[dict[str, Any]]) -> None:
     # chars_out is the measured size of what replay returns; elided_chars the sum of the
     # originals that placeholders replaced (catches "+=" mutated into "=").
-    policy = ReplayPolicy(min_chars=1, keep_user_exchanges=0)
+    policy = ReplayPolicy(min_chars=1, keep_user_exchanges=0, drop_thinking=False)
     result = replay(messages, conversation_id="c", policy=policy)
     assert result.chars_in == sum(content_chars(m) for m in messages)
     assert result.chars_out == sum(content_chars(m) for m in result.messages)

@@ -26,11 +26,15 @@ from leanreplay.placeholders import (
 )
 from tests.builders import assistant, conversations, dumps, oa_call, oa_result, user, with_ids
 
+ANY = ReplayPolicy(min_request_chars=0)  # the default, at any request size: these are small
+
 POLICIES = [
-    ReplayPolicy(),
-    ReplayPolicy(keep_assistant_turns=1),
-    ReplayPolicy(age_unit="user_exchange", keep_user_exchanges=1),
-    ReplayPolicy(min_savings=5000, preview_shape=("head", "tail", "errors", "paths")),
+    ReplayPolicy(min_request_chars=0),
+    ReplayPolicy(min_request_chars=0, keep_assistant_turns=1),
+    ReplayPolicy(min_request_chars=0, age_unit="user_exchange", keep_user_exchanges=1),
+    ReplayPolicy(
+        min_request_chars=0, min_savings=5000, preview_shape=("head", "tail", "errors", "paths")
+    ),
 ]
 
 
@@ -67,17 +71,19 @@ def one_big_stale_result() -> list[dict[str, Any]]:
 
 def test_a_request_after_expiry_applies_the_batch_a_warm_one_keeps_waiting() -> None:
     messages = one_big_stale_result()
-    warm = replay(messages, conversation_id="c", times=times_of(messages, [10.0]))
+    warm = replay(messages, conversation_id="c", policy=ANY, times=times_of(messages, [10.0]))
     assert warm.placeholders == 0, "the warm cache makes the batch wait"
     times = times_of(messages, [10.0])
-    cold = replay(messages, conversation_id="c", times=times, now=times[messages[-1]["id"]] + 301)
+    cold = replay(
+        messages, conversation_id="c", policy=ANY, times=times, now=times[messages[-1]["id"]] + 301
+    )
     assert cold.placeholders == 1
     assert cold.messages[2]["content"].startswith("[elided tool result]")
     assert cold.messages[3:] == messages[3:]
     # The same request known only by the previous request's time.
-    last = replay(messages, conversation_id="c", now=5000.0, last_request_at=4000.0)
+    last = replay(messages, conversation_id="c", policy=ANY, now=5000.0, last_request_at=4000.0)
     assert dumps(last.messages) == dumps(cold.messages)
-    within = replay(messages, conversation_id="c", now=5000.0, last_request_at=4800.0)
+    within = replay(messages, conversation_id="c", policy=ANY, now=5000.0, last_request_at=4800.0)
     assert within.placeholders == 0
 
 
@@ -85,7 +91,7 @@ def test_the_gap_is_measured_against_cache_ttl_s() -> None:
     messages = one_big_stale_result()
     times = times_of(messages, [10.0])
     end = times[messages[-1]["id"]]
-    long_cache = ReplayPolicy(cache_ttl_s=3600)
+    long_cache = ReplayPolicy(min_request_chars=0, cache_ttl_s=3600)
 
     def placeholders(policy: ReplayPolicy, now: float) -> int:
         return replay(
@@ -94,7 +100,7 @@ def test_the_gap_is_measured_against_cache_ttl_s() -> None:
 
     assert placeholders(long_cache, end + 600) == 0
     assert placeholders(long_cache, end + 3700) == 1
-    assert placeholders(ReplayPolicy(), end + 600) == 1
+    assert placeholders(ReplayPolicy(min_request_chars=0), end + 600) == 1
     # The previous request went out after message 11, 20 s before the newest message.
     assert cache_expired(messages, times=times, now=end + 281)
     assert not cache_expired(messages, times=times, now=end + 279)
@@ -117,7 +123,7 @@ def test_a_past_expired_request_keeps_its_elisions_in_every_later_replay() -> No
     for end in range(len(messages), len(later) + 1):
         if later[end - 1]["role"] == "assistant":
             continue
-        result = replay(later[:end], conversation_id="c", times=times)
+        result = replay(later[:end], conversation_id="c", policy=ANY, times=times)
         assert result.placeholders >= 1
         if previous is not None:  # each request extends the one before, byte for byte
             assert dumps(result.messages[: len(previous)]) == dumps(previous)
@@ -169,7 +175,7 @@ def test_when_every_request_comes_after_expiry_the_replay_is_the_eager_one(
 @pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf"), "300", True], ids=repr)
 def test_a_bad_cache_ttl_is_refused(ttl: Any) -> None:
     with pytest.raises(InvalidPolicyError, match="cache_ttl_s must be a number of seconds > 0"):
-        ReplayPolicy(cache_ttl_s=ttl)
+        ReplayPolicy(min_request_chars=0, cache_ttl_s=ttl)
 
 
 def test_a_bad_request_time_is_refused() -> None:

@@ -148,7 +148,9 @@ def test_preview_shapes_show_head_tail_errors_and_paths_bounded() -> None:
     messages = with_ids(
         [user("run"), oa_call(("c1", "pytest")), oa_result("c1", text), assistant("x"), user("y")]
     )
-    base = ReplayPolicy(timing="eager", keep_user_exchanges=1, age_unit="user_exchange")
+    base = ReplayPolicy(
+        timing="eager", keep_user_exchanges=1, age_unit="user_exchange", preview_chars=200
+    )
 
     def shown(shape: tuple[str, ...]) -> str:
         out = replay(messages, conversation_id="c", policy=replace(base, preview_shape=shape))

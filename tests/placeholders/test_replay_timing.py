@@ -190,7 +190,9 @@ def test_pending_elisions_wait_for_min_savings_across_requests() -> None:
         messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "x" * 3000), user(f"u{i + 1}")]
     messages = with_ids(messages)
     one = 3000 - placeholder_sizes(messages, ReplayPolicy())[2]
-    policy = ReplayPolicy(pressure_chars=1, age_unit="user_exchange", min_savings=2 * one)
+    policy = ReplayPolicy(
+        pressure_chars=1, age_unit="user_exchange", min_savings=2 * one, min_request_chars=0
+    )
     assert elided(messages[:7], policy) == set()  # one stale result: under min_savings
     assert elided(messages[:10], policy) == {2, 5}  # two: the batch goes out
     assert elided(messages, policy) == {2, 5}  # a third waits for a fourth

@@ -24,7 +24,9 @@ from tests.proxy.upstream import FakeUpstream, Thinking, Tool, answer
 
 BIG = "".join(f"line {i}: the build log says nothing of interest here\n" for i in range(120))
 PNG = base64.b64encode((SAMPLES / "red_64x48.png").read_bytes()).decode()
-EAGER = ReplayPolicy(timing="eager")  # every stale elision at once: exact assertions
+# Every stale elision at once (exact assertions); earlier turns' thinking kept, so the tests
+# see what becomes of its bytes.
+EAGER = ReplayPolicy(timing="eager", drop_thinking=False)
 
 
 def post(proxy: Proxy, body: str | bytes, **headers: str) -> httpx2.Response:
@@ -373,7 +375,10 @@ def test_a_request_after_the_cache_expired_applies_the_waiting_elisions(
     sent = {}
     for name, gap in (("warm", 0.0), ("expired", 3600.0)):
         running, close = start_proxy(
-            tmp_path / name, upstream, clock=lambda: time.time() + later[0]
+            tmp_path / name,
+            upstream,
+            clock=lambda: time.time() + later[0],
+            policy=ReplayPolicy(min_request_chars=0),  # these requests are small
         )
         try:
             later[0] = 0.0
