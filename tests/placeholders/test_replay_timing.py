@@ -77,7 +77,8 @@ def cache_aware(messages: list[dict[str, Any]], policy: ReplayPolicy) -> set[int
         found = eligible(messages[:end], policy, end)
         return {r.index for r in found.results} | {c.index for c in found.inputs}
 
-    candidates = stale_now(ends[-1]) if ends else set()
+    # What was stale at any request stays stale (a new exchange never brings an original back).
+    candidates = set().union(*(stale_now(end) for end in ends))
     applied: set[int] = set()
     pending: set[int] = set()
     for end in ends:
