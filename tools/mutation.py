@@ -122,6 +122,31 @@ def _verdicts(target: str) -> dict[str, str]:
     return out
 
 
+def _run(args: argparse.Namespace) -> int:
+    """One fresh run in a child process (its own session); its exit code."""
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir()
+    log = WORK / "run.log"
+    with log.open("w") as out:
+        child = subprocess.Popen(
+            [sys.executable, __file__, args.target, "--jobs", str(args.jobs), "--_child"]
+            + (["--tests", *args.tests] if args.tests else [])
+            + (["--sample", args.sample] if args.sample else [])
+            + (["--mutants", *args.mutants] if args.mutants else []),
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its workers go with it when the time is up
+        )
+        try:
+            return child.wait(timeout=args.max_seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGTERM)
+            child.wait()
+            print(f"stopped after {args.max_seconds:g} s (--max-seconds)")
+            return 0  # what finished is saved mutant by mutant
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("target", choices=sorted(TARGETS))
@@ -144,41 +169,36 @@ def main() -> int:
         "over every function); the others are reported as not checked",
     )
     parser.add_argument(
+        "--mutants",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="test only these mutants (e.g. the survivors of a full run, against new tests); "
+        "the others are reported as not checked",
+    )
+    parser.add_argument(
         "--max-seconds",
         type=float,
         default=None,
         help="stop the run after this long; the mutants not reached are reported as not checked",
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="print the verdicts of the last run again (one stopped by hand, too) without running",
+    )
     parser.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._child:
-        names = [f"*__mutmut_*{args.sample}"] if args.sample else []
+        names = [f"*__mutmut_*{args.sample}"] if args.sample else list(args.mutants)
         _mutmut(args.target, args.tests, "run", "--max-children", str(args.jobs), *names)
         return 0
     if args.show:
         for name in args.show:
             _mutmut(args.target, args.tests, "show", name)
         return 0
-    shutil.rmtree(WORK, ignore_errors=True)
-    WORK.mkdir()
     log = WORK / "run.log"
-    with log.open("w") as out:
-        child = subprocess.Popen(
-            [sys.executable, __file__, args.target, "--jobs", str(args.jobs), "--_child"]
-            + (["--tests", *args.tests] if args.tests else [])
-            + (["--sample", args.sample] if args.sample else []),
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its workers go with it when the time is up
-        )
-        try:
-            returncode = child.wait(timeout=args.max_seconds)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGTERM)
-            child.wait()
-            returncode = 0  # what finished is saved mutant by mutant
-            print(f"stopped after {args.max_seconds:g} s (--max-seconds)")
+    returncode = 0 if args.report else _run(args)
     verdicts = _verdicts(args.target)
     if returncode != 0 or not verdicts:
         tail = log.read_text(errors="replace")[-2000:]
