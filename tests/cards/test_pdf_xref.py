@@ -336,3 +336,23 @@ def test_a_long_xref_stream_reads_back_as_written(tmp_path: Path, first_kind: in
             assert section.lookup(num) == _expected(entries[num], (1, 4, 2)), num
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("last", [b"\n", b"\r"], ids=["LF", "CR"])
+def test_xref_stream_rows_that_end_in_newline_bytes_keep_them(tmp_path: Path, last: bytes) -> None:
+    # The /Length says where the rows end; only a stream without one is trimmed of the end
+    # of line before "endstream", which here would cut the last row short.
+    rows = b"\x00\x00\x00\xff" + b"\x01\x00\x64\x00" + b"\x01\x00\xc8" + last
+    body = (
+        b"%%PDF-1.7\n1 0 obj\n<< /Type /XRef /Size 3 /W [1 2 1] /Length %d >>\nstream\n" % len(rows)
+        + rows
+        + b"\nendstream\nendobj\n"
+    )
+    path = tmp_path / "x.pdf"
+    path.write_bytes(body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        section = _StreamSection.at(_File(fd, len(body)), body.index(b"1 0 obj"))
+        assert [section.lookup(n) for n in (1, 2)] == [0x64, 0xC8]
+    finally:
+        os.close(fd)

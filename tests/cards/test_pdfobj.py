@@ -130,3 +130,44 @@ def test_arbitrary_bytes_parse_to_a_pdf_value_or_raise_our_errors(
 )
 def test_is_int_takes_pdf_integers_and_not_pdf_booleans(value: object, expected: bool) -> None:
     assert is_int(value) is expected
+
+
+# The careful path for numbers: taken when a number sits too close to the window's end for the
+# one-match fast path to be sure it is not the start of a reference, or when that match fails.
+
+
+@pytest.mark.parametrize(
+    ("window", "value", "pos"),
+    [
+        (b"12 0 R" + b" " * 20, Ref(12, 0), 6),  # 24 bytes after "12": enough to decide
+        (b"12 5 R" + b" " * 20, Ref(12, 5), 6),
+        (b"-7" + b" " * 5, -7, 2),  # a signed number is never a reference
+        (b"+7 0 R ", 7, 2),
+    ],
+    ids=repr,
+)
+def test_a_number_near_the_window_end_is_decided_with_enough_bytes(
+    window: bytes, value: object, pos: int
+) -> None:
+    parser = Parser(window)  # not at the end of the file
+    assert parser.parse() == value
+    assert parser.pos == pos
+
+
+@pytest.mark.parametrize(
+    "window",
+    [b"12 0 R" + b" " * 19, b"12 0 R", b"7 ", b"1.5", b"-3"],
+    ids=repr,
+)
+def test_a_number_too_close_to_the_window_end_is_incomplete(window: bytes) -> None:
+    with pytest.raises(Incomplete):
+        Parser(window).parse()
+
+
+def test_a_number_the_fast_path_refuses_is_read_by_the_careful_one() -> None:
+    parser = Parser(b"1.2.3", at_eof=True)  # "1.2" then ".3"
+    assert parser.parse() == 1.2
+    assert parser.pos == 3
+    assert parser.parse() == 0.3
+    with pytest.raises(Broken, match="malformed number at byte 0"):
+        parse(b"+x")
