@@ -111,26 +111,34 @@ def test_a_reference_chain_past_the_limit_is_refused(tmp_path: Path, self_loop: 
 # One indirect object's text, at the top level and inside an object stream.
 
 
-def _big_object_pdf(size: int, *, packed: bool) -> bytes:
-    """The page tree carries a ``size``-byte string. Packed, it comes first in its object
-    stream and the catalog after it: reading the catalog inflates the whole stream, so the
-    tree's bytes are all there when it is parsed, and only the bound can refuse them."""
+def _big_object_pdf(size: int, *, packed: str) -> bytes:
+    """The page tree carries a ``size``-byte string. Packed "first", it comes first in its
+    object stream and the catalog after it: reading the catalog inflates the whole stream, so
+    the tree's bytes are all there when it is parsed, and only the bound can refuse them.
+    Packed "last", no next member says where it ends: it is parsed in growing windows."""
     objects = three_pages(o2=b"<< /Type /Pages /Kids [3 0 R 4 0 R 5 0 R] /Count 3 /Pad (%s) >>")
     objects[2] = objects[2] % (b"x" * size)
     if not packed:
         return assemble(objects)
     plain = {k: v for k, v in objects.items() if k > 2}
-    return assemble(plain, (ObjStm(6, {2: objects[2], 1: objects[1]}),))
+    order = (2, 1) if packed == "first" else (1, 2)
+    members = {k: objects[k] for k in order}
+    return assemble(plain, (ObjStm(6, members),))
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["plain", "in-object-stream"])
-def test_an_object_at_the_size_limit_is_read(tmp_path: Path, packed: bool) -> None:
+PACKED = pytest.mark.parametrize(
+    "packed", ["", "first", "last"], ids=["plain", "in-object-stream", "last-in-object-stream"]
+)
+
+
+@PACKED
+def test_an_object_at_the_size_limit_is_read(tmp_path: Path, packed: str) -> None:
     facts = facts_of(tmp_path, _big_object_pdf(_pdffile.MAX_OBJECT_BYTES - 100, packed=packed))
     assert (facts.pages, facts.warnings) == (3, [])
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["plain", "in-object-stream"])
-def test_an_object_past_the_size_limit_is_refused(tmp_path: Path, packed: bool) -> None:
+@PACKED
+def test_an_object_past_the_size_limit_is_refused(tmp_path: Path, packed: str) -> None:
     facts = facts_of(tmp_path, _big_object_pdf(_pdffile.MAX_OBJECT_BYTES, packed=packed))
     assert warned(facts, f"larger than {_pdffile.MAX_OBJECT_BYTES} bytes"), facts.warnings
     assert facts.pages == 3  # the pages themselves are plain objects the scan finds

@@ -187,3 +187,21 @@ def test_a_stream_is_inflated_only_as_far_as_the_members_read(tmp_path: Path) ->
         facts = facts_of(tmp_path, stm)
     assert (facts.pages, facts.warnings) == (3, [])
     assert max(inflated) < 8 * 1024 < len(big)
+
+
+def test_a_wrong_hint_at_a_member_whose_offset_is_the_number_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    # Object 9 sits at offset 2 of the stream and the xref's hint for object 2 points at it:
+    # only the member's number, not its offset, says whether the hint is right.
+    stm = ObjStm(6, {8: b"7", 9: b"7", 2: TREE}, hints={2: 1})
+    assert stm._plain()[0].startswith(b"8 0 9 2 2 4\n")
+    facts = facts_of(tmp_path, stm)
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
+def test_a_header_that_lists_more_members_than_n_is_read_for_n(tmp_path: Path) -> None:
+    # /N 1 and three pairs in the header: the first pair is the one the stream holds.
+    stm = ObjStm(6, {2: TREE, 7: FILLER, 8: FILLER}, n=b"1")
+    facts = facts_of(tmp_path, stm)
+    assert (facts.pages, facts.warnings) == (3, [])

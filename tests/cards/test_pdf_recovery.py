@@ -130,3 +130,24 @@ def test_an_index_at_an_offset_with_leading_blanks_is_read(tmp_path: Path) -> No
     body = data[: data.rindex(b"startxref")] + b"startxref\n%d\n%%%%EOF\n" % start
     facts = facts_of(tmp_path, body)
     assert (facts.pages, facts.warnings) == (3, [])
+
+
+def test_recovery_of_an_empty_file_says_there_is_nothing(tmp_path: Path) -> None:
+    facts = facts_of(tmp_path, b"")
+    assert facts.pages is None
+    assert any("recovery failed: no objects found in the file" in w for w in facts.warnings)
+
+
+def test_recovery_finds_an_object_at_the_first_byte(tmp_path: Path) -> None:
+    # No header, no index: the catalog's "1 0 obj" starts the file.
+    data = pdfgen.pdf_bytes(3)
+    data = data[data.index(b"1 0 obj") : data.index(b"xref\n")]
+    facts = facts_of(tmp_path, data)
+    assert facts.pages == 3
+    assert "no %PDF- header in the first 1024 bytes" in facts.warnings
+
+
+def test_recovery_reads_a_trailer_with_no_blank_before_its_dictionary(tmp_path: Path) -> None:
+    data = pdfgen.pdf_bytes(4, title="Tight").replace(b"trailer\n<<", b"trailer<<")
+    facts = facts_of(tmp_path, _broken_index(data))
+    assert (facts.pages, facts.title) == (4, "Tight")

@@ -101,3 +101,14 @@ def test_a_catalog_without_a_page_tree_is_counted_by_its_page_objects(tmp_path: 
         "page tree unreadable (the catalog has no /Pages dictionary); counted the 4 /Type /Page "
         "objects found by scanning"
     )
+
+
+def test_a_count_of_zero_is_trusted(tmp_path: Path) -> None:
+    # A document of no pages says /Count 0: that is the count, not a reason to walk the tree.
+    old = b"/Kids [5 0 R] /Count 1"
+    data = pdfgen.pdf_bytes(1).replace(old, b"/Kids [] /Count 0".ljust(len(old)))  # offsets kept
+    assert b"/Count 0" in data
+    path = tmp_path / "empty.pdf"
+    path.write_bytes(data)
+    facts = pdf_facts(path)
+    assert (facts.pages, facts.warnings) == (0, [])
