@@ -24,6 +24,7 @@ from leanreplay.cards._pdfstream import (
     _byte_sum,
     _Decoded,
     _find_forward,
+    _object_at,
     _png_decode,
     _stream_source,
 )
@@ -147,8 +148,9 @@ def _opened(tmp_path: Path, data: bytes) -> _File:
         (b"abc\nendstream\nendobj\n2 0 obj\n<< >>\nstream\nxyz\nendstream\n", b"abc"),
         (b"endstream\nendobj\n2 0 obj\n<< >>\nstream\nxyz\nendstream\n", b""),
         (b"\nab X \r\nendstream\n", b"\nab X "),  # only the end of line goes
+        (b"abX\nendstream\n", b"abX"),
     ],
-    ids=["the first endstream", "empty data", "blanks kept"],
+    ids=["the first endstream", "empty data", "blanks kept", "letters kept"],
 )
 def test_a_stream_without_length_ends_at_its_first_endstream(
     tmp_path: Path, data: bytes, expected: bytes
@@ -289,5 +291,39 @@ def _decoded(tmp_path: Path, entries: dict[str, object], data: bytes) -> bytes:
     try:
         stream = Stream({"Length": len(data), **entries}, data_offset=len(head))
         return _stream_source(file, stream).all()
+    finally:
+        os.close(file.fd)
+
+
+@pytest.mark.parametrize("eol", [b"\r\n", b"\n", b"\r"], ids=["CRLF", "LF", "CR"])
+def test_stream_data_starts_after_the_end_of_line_of_the_keyword(
+    tmp_path: Path, eol: bytes
+) -> None:
+    head = b"1 0 obj\n<< /Length 3 >>\nstream" + eol
+    file = _opened(tmp_path, head + b"abc\nendstream\nendobj\n")
+    try:
+        stream = _object_at(file, 0, 1)
+        assert isinstance(stream, Stream)
+        assert stream.data_offset == len(head)
+        assert _stream_source(file, stream).all() == b"abc"
+    finally:
+        os.close(file.fd)
+
+
+@pytest.mark.parametrize(
+    ("data", "num", "match"),
+    [
+        (b"1 0 obj\n<< >>\nendobj\n", 2, "^xref says object 2 is at offset 0, found object 1$"),
+        (b"<< >>\n", 1, "^no object header at offset 0$"),
+    ],
+    ids=["another-object", "no-header"],
+)
+def test_an_object_not_where_the_xref_says_is_named(
+    tmp_path: Path, data: bytes, num: int, match: str
+) -> None:
+    file = _opened(tmp_path, data)
+    try:
+        with pytest.raises(Broken, match=match):
+            _object_at(file, 0, num)
     finally:
         os.close(file.fd)
