@@ -434,3 +434,23 @@ def test_recovery_scans_at_most_max_recovery_scan_bytes(
     facts = facts_of(tmp_path, data)
     assert facts.pages is None
     assert warned(facts, "recovery failed: no objects found in the file"), facts.warnings
+
+
+@pytest.mark.parametrize("trailer_at", ["end", "start"])
+def test_recovery_of_a_big_file_scans_its_first_and_last_half_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trailer_at: str
+) -> None:
+    # The objects in the first MiB, the trailer (with the title) in the last or the first,
+    # 3 MiB of comment after the objects; the index points nowhere.
+    data = pdfgen.pdf_bytes(3, title="Both ends")
+    data = data[: data.rindex(b"startxref")] + b"startxref\n9\n%%EOF\n"
+    at = data.index(b"xref\n") if trailer_at == "end" else len(data)
+    data = data[:at] + b"%" + b"p" * (3 * 1024 * 1024) + b"\n" + data[at:]
+    monkeypatch.setattr(_pdfdoc, "MAX_RECOVERY_SCAN_BYTES", 2 * 1024 * 1024)
+    facts = facts_of(tmp_path, data)
+    assert (facts.pages, facts.title) == (3, "Both ends")
+    note = (
+        f"recovery scanned the first and last 1 MiB only (file is {len(data)} bytes, "
+        "scan limit 2097152)"
+    )
+    assert note in facts.warnings, facts.warnings
