@@ -218,3 +218,14 @@ def test_arrays_nest_to_max_depth() -> None:
     assert parse(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
     with pytest.raises(Broken, match="nested deeper than"):
         parse(b"[" * (MAX_DEPTH + 2) + b"]" * (MAX_DEPTH + 2))
+
+
+def test_dictionaries_nest_to_max_depth() -> None:
+    assert parse(b"<< /A " * MAX_DEPTH + b"1" + b" >>" * MAX_DEPTH) is not None
+    with pytest.raises(Broken, match="nested deeper than"):
+        parse(b"<< /A " * (MAX_DEPTH + 2) + b"1" + b" >>" * (MAX_DEPTH + 2))
+
+
+def test_a_dictionary_cut_by_the_end_of_file_says_so() -> None:
+    with pytest.raises(Broken, match="^file ends inside a dictionary$"):
+        parse(b"<< /A 1")
