@@ -214,13 +214,15 @@ def simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObje
     return entries, close.end()
 
 
-def _simple_scalar(m: re.Match[bytes], kind: int | None) -> PdfObject:
-    if kind == 6:
-        return _KEYWORDS[m.group(6)]
-    if kind == 7:
-        digits = m.group(7)
+def _simple_scalar(m: re.Match[bytes], kind: int | None, keyword: int = 6) -> PdfObject:
+    """A keyword, hex string or literal string; their groups start at ``keyword`` (6 in an
+    entry, 5 in an array item, whose groups are one lower)."""
+    if kind == keyword:
+        return _KEYWORDS[m.group(keyword)]
+    if kind == keyword + 1:
+        digits = m.group(keyword + 1)
         return bytes.fromhex((digits + b"0" if len(digits) % 2 else digits).decode("ascii"))
-    return m.group(8)  # kind 8
+    return m.group(keyword + 2)  # a literal string
 
 
 def _simple_array(buf: bytes, start: int) -> tuple[list[PdfObject] | PlainArray, int] | None:
@@ -244,19 +246,10 @@ def _simple_array(buf: bytes, start: int) -> tuple[list[PdfObject] | PlainArray,
         elif kind == 4:
             items.append(Name(m.group(4).decode("latin-1")))
         else:
-            items.append(_simple_scalar_item(m, kind))
+            items.append(_simple_scalar(m, kind, keyword=5))
     if buf[at:end].strip(b" \t\n\r\f\x00"):
         return None  # a token the simple syntax does not know
     return items, end + 1
-
-
-def _simple_scalar_item(m: re.Match[bytes], kind: int | None) -> PdfObject:
-    if kind == 5:
-        return _KEYWORDS[m.group(5)]
-    if kind == 6:
-        digits = m.group(6)
-        return bytes.fromhex((digits + b"0" if len(digits) % 2 else digits).decode("ascii"))
-    return m.group(7)  # kind 7
 
 
 class Parser:
