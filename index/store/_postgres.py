@@ -35,7 +35,6 @@ from leanreplay.placeholders import content_chars
 from .._errors import (
     ConversationChangedError,
     ImportFormatError,
-    InvalidArgumentError,
     StoreError,
     StoreVersionError,
 )
@@ -666,12 +665,7 @@ def _unstored(
             body = encode_message(message)
             if mid in bodies:
                 if bodies[mid] != body:
-                    raise InvalidArgumentError(
-                        f"message id {mid!r} already exists in conversation "
-                        f"{conversation_id!r} with different content; ids are never reused "
-                        "(appending the same message again is a no-op): give this message "
-                        "another id, or none to have one assigned"
-                    )
+                    raise _reused(conversation_id, mid)
                 ids.append(mid)
                 continue
             bodies[mid] = body
