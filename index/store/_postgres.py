@@ -45,6 +45,7 @@ from ._store import (
     _checked,
     _reused,
     _role,
+    _split_unstored,
     check_id,
     encode_message,
 )
@@ -657,21 +658,7 @@ def _unstored(
                 (conversation_id, given),
             ).fetchall()
         }
-    fresh: list[Mapping[str, Any]] = []
-    ids: list[str | None] = []
-    for message in messages:
-        mid = message.get("id")
-        if mid is not None:
-            body = encode_message(message)
-            if mid in bodies:
-                if bodies[mid] != body:
-                    raise _reused(conversation_id, mid)
-                ids.append(mid)
-                continue
-            bodies[mid] = body
-        fresh.append(message)
-        ids.append(None)
-    return fresh, ids
+    return _split_unstored(conversation_id, messages, bodies)
 
 
 class PgActivations:

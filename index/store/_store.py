@@ -925,21 +925,26 @@ def _unstored(
                 (conversation_id, *chunk),
             ).fetchall()
         )
+    return _split_unstored(conversation_id, messages, bodies)
+
+
+def _split_unstored(
+    conversation_id: str, messages: list[Mapping[str, Any]], bodies: dict[str, str]
+) -> tuple[list[Mapping[str, Any]], list[str | None]]:
+    """`_unstored` given ``bodies``, the stored body of each of the batch's ids found stored
+    (both stores' rule; each store reads the bodies its own way)."""
     fresh: list[Mapping[str, Any]] = []
     ids: list[str | None] = []
     for message in messages:
         mid = message.get("id")
-        if mid is None:
-            fresh.append(message)
-            ids.append(None)
-            continue
-        body = encode_message(message)
-        if mid in bodies:
-            if bodies[mid] != body:
-                raise _reused(conversation_id, mid)
-            ids.append(mid)
-            continue
-        bodies[mid] = body
+        if mid is not None:
+            body = encode_message(message)
+            if mid in bodies:
+                if bodies[mid] != body:
+                    raise _reused(conversation_id, mid)
+                ids.append(mid)
+                continue
+            bodies[mid] = body
         fresh.append(message)
         ids.append(None)
     return fresh, ids
