@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import strategies as st
@@ -200,3 +201,23 @@ def read_whole(
         return node
 
     return put_back(json.loads(text)), pages
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string at any depth, a JSON object held in a string (OpenAI arguments) opened."""
+    if isinstance(value, str):
+        if value.startswith("{"):
+            try:
+                inner = json.loads(value)
+            except ValueError:
+                inner = None
+            if isinstance(inner, dict):
+                yield from strings(inner)
+                return
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from leanreplay import ReplayPolicy, Workspace
 from leanreplay.index import TOOL_NAMES
 from leanreplay.index.faces._callexpr import parse_call
 from leanreplay.index.faces.cli import cli
-from tests.builders import an_call, an_results, assistant, big_input, user
+from tests.builders import an_call, an_results, assistant, big_input, strings, user
 from tests.conftest import SAMPLES
 
 # First calls whose answers name a call that continues them (or reads a hit).
@@ -57,17 +56,6 @@ def with_big_inputs() -> list[dict[str, Any]]:
         big_input(call, f"{i}" + "line\n" * 1000)
         messages += [call, an_results((f"t{i}", "ok", False))]
     return [*messages, assistant("done")]
-
-
-def strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
 
 
 def named_calls(output: Any) -> list[str]:

@@ -12,7 +12,6 @@ import ast
 import json
 import re
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +19,10 @@ import pytest
 
 from leanreplay.index import Workspace
 from leanreplay.placeholders import ReplayPolicy
-from tests.builders import read_whole
+from tests.builders import read_whole, strings
 from tests.conftest import transcript_files
 
 CALL = re.compile(r"conversation_read\((?:[a-z_]+=\"(?:[^\"\\]|\\.)*\"(?:, )?)+\)")
-
-
-def strings(value: Any) -> Iterator[str]:
-    """Every string at any depth, a JSON object held in a string (OpenAI arguments) opened."""
-    if isinstance(value, str):
-        if value.startswith("{"):
-            try:
-                inner = json.loads(value)
-            except ValueError:
-                inner = None
-            if isinstance(inner, dict):
-                yield from strings(inner)
-                return
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
 
 
 def arguments_of(call: str) -> dict[str, str]:
