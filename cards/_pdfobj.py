@@ -453,7 +453,8 @@ class Parser:
     simple = True  # try `simple_dict` first (a test turns it off to compare the two)
 
     def _dict(self, depth: int) -> dict[str, PdfObject]:
-        if self.simple:
+        # simple_dict does not count its levels, so near MAX_DEPTH the counting path reads.
+        if self.simple and depth + _SIMPLE_DEPTH + 1 <= MAX_DEPTH:
             found = simple_dict(self.buf, self.pos)
             if found is not None:
                 self.pos = found[1]

@@ -221,11 +221,19 @@ def test_arrays_nest_to_max_depth() -> None:
 
 
 def test_dictionaries_nest_to_max_depth() -> None:
-    # The innermost few levels may be read by simple_dict, which does not count them: the
-    # bound holds a few levels past MAX_DEPTH.
     assert parse(b"<< /A " * MAX_DEPTH + b"1" + b" >>" * MAX_DEPTH) is not None
     with pytest.raises(Broken, match="nested deeper than"):
-        parse(b"<< /A " * (MAX_DEPTH + 8) + b"1" + b" >>" * (MAX_DEPTH + 8))
+        parse(b"<< /A " * (MAX_DEPTH + 1) + b"1" + b" >>" * (MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize("inner", [b"1", b"[1 2]", b"<< /B [1] >>", b"<< /B << /C [1] >> >>"])
+def test_the_depth_bound_is_exact_whatever_simple_dict_reads(inner: bytes) -> None:
+    # simple_dict reads up to three levels without counting them: the bound must not move.
+    depth = {b"1": 0, b"[1 2]": 1, b"<< /B [1] >>": 2, b"<< /B << /C [1] >> >>": 3}[inner]
+    fits = MAX_DEPTH - depth
+    assert parse(b"<< /A " * fits + inner + b" >>" * fits) is not None
+    with pytest.raises(Broken, match="nested deeper than"):
+        parse(b"<< /A " * (fits + 1) + inner + b" >>" * (fits + 1))
 
 
 def test_a_dictionary_cut_by_the_end_of_file_says_so() -> None:
