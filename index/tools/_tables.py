@@ -383,7 +383,10 @@ def read_sheet_rows(
 ) -> dict[str, Any]:
     """Rows ``first``..``last`` of a workbook sheet, numbered as the spreadsheet shows them."""
     data, name, names = _calamine_sheet(table, sheet)
-    top = int(data.start[0]) if data.start else 0  # rows above the used range are empty
+    # The used range's height counts from its top row; iter_rows yields the empty rows above
+    # it too, so its first row is row 1 (a sheet whose cells start at B3 has 3 rows before
+    # its second, not 5).
+    top = int(data.start[0]) if data.start else 0
     total = top + int(data.height)
     rows = data.iter_rows()
     header: list[Any] = next(rows, [])
@@ -392,10 +395,9 @@ def read_sheet_rows(
         raise InvalidArgumentError(
             f"row {first} is past the end: sheet {name!r} has {total:,} rows"
         )
-    for number, cells in enumerate([header], start=top + 1):
-        if first <= number <= last:
-            grid.add(number, cells)
-    for number, cells in enumerate(rows, start=top + 2):
+    if first == 1 and total > 0:  # an empty sheet has no row 1
+        grid.add(1, header)
+    for number, cells in enumerate(rows, start=2):
         if number < first:
             continue
         if number > last or not grid.add(number, cells):

@@ -1,0 +1,336 @@
+"""table_read on every table format with the same records: which rows come back, numbered how,
+with which total and which next call, on a middle range, the last rows, one row, picked
+columns and a row past the end; the answer bound counting the header; and the workbook
+checks made before calamine reads a sheet."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from leanreplay.cards import xlsx_extent
+from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
+from leanreplay.index._limits import MAX_ANSWER_CHARS
+from leanreplay.index.tools import _tables
+from tests.officegen import ods, xlsx
+
+HEADER = ["id", "city", "amount"]
+RECORDS: list[list[Any]] = [[i, f"city {i}", i * 0.5] for i in range(1, 13)]  # 12 records
+FORMATS = ["csv", "tsv", "xlsx", "ods", "parquet"]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    (tmp_path / "root").mkdir()
+    return Workspace(tmp_path / "home", [tmp_path / "root"])
+
+
+def write_table(
+    folder: Path, fmt: str, header: list[str], records: list[list[Any]], name: str = "data"
+) -> Path:
+    """``records`` under ``header`` as a file of format ``fmt`` (a workbook's first sheet is
+    "Data", followed by a sheet "Other"; Parquet columns typed from the first record)."""
+    path = folder / f"{name}.{fmt}"
+    if fmt in ("csv", "tsv"):
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        writer.writerows([header, *records])
+        path.write_text(buf.getvalue())
+    elif fmt in ("xlsx", "ods"):
+        build = xlsx if fmt == "xlsx" else ods
+        path.write_bytes(build({"Data": [header, *records], "Other": [["x"], [1]]}))
+    else:
+        types = {int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
+        con = duckdb.connect()
+        columns = ", ".join(
+            f'"{h}" {types[type(v)]}' for h, v in zip(header, records[0], strict=True)
+        )
+        con.execute(f"CREATE TABLE s ({columns})")
+        con.executemany(f"INSERT INTO s VALUES ({', '.join('?' * len(header))})", records)
+        con.execute(f"COPY s TO '{path}' (FORMAT parquet)")
+        con.close()
+    return path
+
+
+def shown(fmt: str, value: Any) -> Any:
+    """A cell as table_read shows it: text tables give the text written, workbooks and
+    Parquet the number (a whole one as an int)."""
+    if fmt in ("csv", "tsv"):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def expected_row(fmt: str, number: int) -> list[Any]:
+    """Row ``number`` as table_read numbers it: a record's line in a text table or a
+    workbook (row 1 is the header), the record itself in Parquet."""
+    if fmt == "parquet":
+        return [number, *(shown(fmt, v) for v in RECORDS[number - 1])]
+    cells = HEADER if number == 1 else RECORDS[number - 2]
+    return [number, *(shown(fmt, v) for v in cells)]
+
+
+def total_of(fmt: str) -> int:
+    return len(RECORDS) + (0 if fmt == "parquet" else 1)
+
+
+def next_call(path: Path, fmt: str, rows: str, columns: str = "") -> str:
+    sheet = ', sheet="Data"' if fmt in ("xlsx", "ods") else ""
+    return f'table_read(path="{path}"{sheet}, rows="{rows}"{columns})'
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_middle_range_comes_back_with_its_total_and_the_next_call(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    result = ws.table_read(path.name, rows="3-5")
+    assert result["path"] == str(path)
+    assert result["format"] == fmt
+    assert result["columns"] == ["row", *HEADER]
+    assert result["rows"] == [expected_row(fmt, n) for n in (3, 4, 5)]
+    assert result["total_rows"] == total_of(fmt)
+    assert result["next"] == next_call(path, fmt, "6-8")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_last_rows_come_back_without_a_next_call(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    total = total_of(fmt)
+    result = ws.table_read(path.name, rows=f"{total - 2}-{total + 5}")
+    assert result["rows"] == [expected_row(fmt, n) for n in range(total - 2, total + 1)]
+    assert result["next"] is None
+    alone = ws.table_read(path.name, rows=str(total))  # the last row on its own
+    assert alone["rows"] == [expected_row(fmt, total)]
+    assert alone["next"] is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_row_1_alone_is_the_first_row(ws: Workspace, tmp_path: Path, fmt: str) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    result = ws.table_read(path.name, rows="1")
+    assert result["rows"] == [expected_row(fmt, 1)]
+    assert result["next"] == next_call(path, fmt, "2-2")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_picked_columns_come_in_the_order_asked_and_stay_in_the_next_call(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    result = ws.table_read(path.name, rows="2-3", columns=["amount", "id"])
+    assert result["columns"] == ["row", "amount", "id"]
+    assert result["rows"] == [[n, row[3], row[1]] for n in (2, 3) for row in [expected_row(fmt, n)]]
+    assert result["next"] == next_call(path, fmt, "4-5", ', columns=["amount", "id"]')
+    with pytest.raises(InvalidArgumentError, match=r'no column .*"id", "city", "amount"'):
+        ws.table_read(path.name, columns=["price"])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_row_past_the_end_says_how_many_rows_there_are(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    total = total_of(fmt)
+    holder = "sheet 'Data'" if fmt in ("xlsx", "ods") else "the file"
+    with pytest.raises(
+        InvalidArgumentError, match=f"^row {total + 1} is past the end: {holder} has {total} rows$"
+    ):
+        ws.table_read(path.name, rows=f"{total + 1}-{total + 9}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_table_of_one_row_has_no_row_2(ws: Workspace, tmp_path: Path, fmt: str) -> None:
+    # A text table or sheet holding only its header; a Parquet file of one record.
+    records = RECORDS[:1] if fmt == "parquet" else []
+    if fmt == "parquet":
+        path = write_table(tmp_path / "root", fmt, HEADER, records)
+    elif fmt in ("xlsx", "ods"):
+        path = tmp_path / "root" / f"data.{fmt}"
+        path.write_bytes((xlsx if fmt == "xlsx" else ods)({"Data": [HEADER]}))
+    else:
+        path = write_table(tmp_path / "root", fmt, HEADER, records)
+    assert ws.table_read(path.name)["rows"] == [expected_row(fmt, 1)]
+    with pytest.raises(InvalidArgumentError, match="^row 2 is past the end: .* has 1 rows$"):
+        ws.table_read(path.name, rows="2")
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "ods"])
+def test_sheet_rows_are_numbered_as_the_spreadsheet_shows_them(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    # The cells start at B3: rows 1 and 2 are empty, and so is column A.
+    path = tmp_path / "root" / f"offset.{fmt}"
+    path.write_bytes(
+        (xlsx if fmt == "xlsx" else ods)({"S": [[], [], [None, "a", "b"], [None, 1, 2]]})
+    )
+    result = ws.table_read(path.name)
+    assert result["rows"] == [[1, "", ""], [2, "", ""], [3, "a", "b"], [4, 1, 2]]
+    assert result["total_rows"] == 4
+    assert ws.table_read(path.name, rows="4")["rows"] == [[4, 1, 2]]
+    with pytest.raises(InvalidArgumentError, match="sheet 'S' has 4 rows"):
+        ws.table_read(path.name, rows="5")
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "ods"])
+def test_an_empty_sheet_reads_as_no_rows(ws: Workspace, tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "root" / f"empty.{fmt}"
+    path.write_bytes((xlsx if fmt == "xlsx" else ods)({"Empty": [], "Full": [["a"], [1]]}))
+    result = ws.table_read(path.name)
+    assert (result["sheet"], result["columns"], result["rows"]) == ("Empty", ["row"], [])
+    assert (result["total_rows"], result["next"]) == (0, None)
+    with pytest.raises(InvalidArgumentError, match="sheet 'Empty' has 0 rows"):
+        ws.table_read(path.name, rows="2")
+
+
+def answer_text(cells: list[Any]) -> int:
+    return sum(len(str(c)) for c in cells)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_header_counts_toward_the_answer_bound(ws: Workspace, tmp_path: Path, fmt: str) -> None:
+    """Rows are taken while the header's text and theirs fit in MAX_ANSWER_CHARS: the rows
+    shown fit with the header, one more would not (the row numbers are not counted)."""
+    header = [f"{c}" * 450 for c in "abc"]  # 1,350 chars of header
+    records = [[f"{i:03d}" + "v" * 130, "w" * 130, "x" * 130] for i in range(300)]
+    path = write_table(tmp_path / "root", fmt, header, records)
+    first = 1 if fmt == "parquet" else 2
+    result = ws.table_read(path.name, rows=f"{first}-{first + 250}")
+    shown_rows = [r[1:] for r in result["rows"]]
+    assert shown_rows == records[: len(shown_rows)]
+    used = answer_text(header) + sum(answer_text(r) for r in shown_rows)
+    assert used <= MAX_ANSWER_CHARS < used + answer_text(records[len(shown_rows)])
+    assert f"stopped at 200 rows or {MAX_ANSWER_CHARS:,} chars" in result["notes"]
+    end = result["rows"][-1][0]
+    assert result["next"] == next_call(path, fmt, f"{end + 1}-{end + 200}")
+
+
+def test_junk_parquet_is_refused_with_duckdbs_reason_naming_the_file(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    path = tmp_path / "root" / "junk.parquet"
+    path.write_bytes(b"PAR1" + b"\x00" * 100 + b"PAR1")
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_read(path.name)
+    head, _, reason = str(caught.value).partition(" cannot be read as a Parquet file: ")
+    assert head == repr(str(path))
+    assert str(path) in reason  # DuckDB's own words, the descriptor replaced by the path
+
+
+def small_limits(monkeypatch: pytest.MonkeyPatch, cells: int) -> None:
+    monkeypatch.setattr(_tables, "MAX_SHEET_CELLS", cells)
+
+
+def test_the_sheet_asked_for_is_the_one_checked(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Small" spans 2 x 3 = 6 cells, "Big" 4 x 5 = 20: with a bound of 6, only Big is refused.
+    small_limits(monkeypatch, 6)
+    big = [[f"{r}{c}" for c in range(5)] for r in range(4)]
+    (tmp_path / "root" / "book.xlsx").write_bytes(
+        xlsx({"Small": [["a", "b", "c"], [1, 2, 3]], "Big": big})
+    )
+    assert ws.table_read("book.xlsx")["rows"] == [[1, "a", "b", "c"], [2, 1, 2, 3]]
+    path = tmp_path / "root" / "book.xlsx"
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_read("book.xlsx", sheet="Big")
+    assert str(caught.value) == (
+        f"sheet 'Big' of {str(path)!r} spans 4 rows x 5 columns (20 cells, over the 6 a sheet "
+        "may span): its cells' references reach that far; it is not read"
+    )
+    with pytest.raises(WrongFileTypeError, match="^sheet 'Big' of .* spans 4 rows x 5"):
+        ws.table_query("book.xlsx", "SELECT count(*) FROM t", sheet="Big")
+    small_limits(monkeypatch, 19)
+    with pytest.raises(WrongFileTypeError, match="20 cells, over the 19"):
+        ws.table_read("book.xlsx", sheet="Big")
+    small_limits(monkeypatch, 20)  # exactly at the bound: read
+    assert ws.table_read("book.xlsx", sheet="Big", rows="4")["rows"] == [[4, *big[3]]]
+
+
+def test_a_cell_of_exactly_the_bound_is_read(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "root" / "cell.xlsx"
+    path.write_bytes(xlsx({"S": [["a"], ["y" * (2 * 1024 * 1024)]]}))
+    with path.open("rb") as f:
+        extent = xlsx_extent(f.fileno(), None, _tables.MAX_SHEET_BYTES)
+    assert extent is not None
+    longest = extent.longest_text  # the cell's run of text, as the check measures it
+    monkeypatch.setattr(_tables, "MAX_SHEET_CELL_BYTES", longest)
+    assert ws.table_read("cell.xlsx", rows="2")["rows"] == [
+        [2, "y" * _tables.MAX_CELL_CHARS + " [... cell cut]"]
+    ]
+    monkeypatch.setattr(_tables, "MAX_SHEET_CELL_BYTES", longest - 1)
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_read("cell.xlsx")
+    assert str(caught.value) == (
+        f"sheet 'S' of {str(path)!r} holds a cell of over {longest - 1:,} bytes of text "
+        f"({longest:,}; a spreadsheet cell holds at most 32,767 chars): it is not read"
+    )
+
+
+def test_the_checked_sheets_are_remembered_within_a_bound(ws: Workspace, tmp_path: Path) -> None:
+    (tmp_path / "root" / "book.xlsx").write_bytes(xlsx({"S": [["a"], [1]]}))
+    _tables._EXTENTS.clear()
+    for i in range(_tables._EXTENTS_KEPT + 6):
+        with pytest.raises(InvalidArgumentError, match=f"no sheet 'Missing {i}'"):
+            ws.table_read("book.xlsx", sheet=f"Missing {i}")
+    assert len(_tables._EXTENTS) == _tables._EXTENTS_KEPT
+    assert ws.table_read("book.xlsx", sheet="S")["rows"] == [[1, "a"], [2, 1]]
+
+
+@pytest.mark.parametrize(
+    ("data", "names"),
+    [
+        (b"X,Y,MAX\r\n1,2,3\r\n", ["X", "Y", "MAX"]),  # names may start and end with any letter
+        (b"\xef\xbb\xbfid,name\n1,2\n", ["id", "name"]),  # the byte order mark is no name's
+        (b" id,name \n1,2\n", [" id", "name "]),  # spaces are the names'
+    ],
+    ids=["letters", "bom", "spaces"],
+)
+def test_csv_column_names_are_the_header_cells(
+    ws: Workspace, tmp_path: Path, data: bytes, names: list[str]
+) -> None:
+    (tmp_path / "root" / "h.csv").write_bytes(data)
+    result = ws.table_read("h.csv", rows="2")
+    assert result["columns"] == ["row", *names]
+    assert result["rows"] == [[2, "1", "2", "3"][: len(names) + 1]]
+    assert ws.table_read("h.csv", rows="2", columns=names[-1:])["rows"] == [
+        [2, "123"[len(names) - 1]]
+    ]
+
+
+def test_a_header_longer_than_the_read_window_is_cut_not_refused(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    # 80 KB of two-byte characters: the 64 KiB window the header is read from ends inside
+    # one of them (and before the second name).
+    first = "a" + "é" * 40_000
+    (tmp_path / "root" / "long.csv").write_text(f"{first},b\n1,2\n3,4\n", encoding="utf-8")
+    result = ws.table_read("long.csv", rows="2-3")
+    assert result["columns"] == ["row", first[: _tables.MAX_CELL_CHARS] + " [... cell cut]"]
+    assert result["rows"] == [[2, "1", "2"], [3, "3", "4"]]
+
+
+def test_the_last_line_without_a_newline_is_a_row(ws: Workspace, tmp_path: Path) -> None:
+    (tmp_path / "root" / "end.csv").write_text("a,b\n1,2\n3")
+    assert ws.table_read("end.csv", rows="3")["rows"] == [[3, "3"]]
+    with pytest.raises(InvalidArgumentError, match="^row 4 is past the end: the file has 3 rows$"):
+        ws.table_read("end.csv", rows="4")
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "ods"])
+def test_a_workbook_without_sheets_says_so(ws: Workspace, tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "root" / f"none.{fmt}"
+    path.write_bytes((xlsx if fmt == "xlsx" else ods)({}))
+    with pytest.raises(WrongFileTypeError, match=f"^{re.escape(repr(str(path)))} holds no sheets$"):
+        ws.table_read(path.name)
