@@ -278,7 +278,12 @@ def read_csv_rows(
         chunks.append(chunk)
         newlines += found
         read += len(chunk)
-    text = b"".join(chunks).decode("utf-8", "replace")
+    data = b"".join(chunks)
+    if newlines < wanted and pos + read < size and newlines:
+        # The scan bound ended the read inside a line: that line is not a row (its cells
+        # would be shown cut short); the next call starts with it.
+        data = data[: data.rfind(b"\n") + 1]
+    text = data.decode("utf-8", "replace")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=table.delimiter)
     notes: list[str] = []
     line_before = 0

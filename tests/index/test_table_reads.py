@@ -334,3 +334,71 @@ def test_a_workbook_without_sheets_says_so(ws: Workspace, tmp_path: Path, fmt: s
     path.write_bytes((xlsx if fmt == "xlsx" else ods)({}))
     with pytest.raises(WrongFileTypeError, match=f"^{re.escape(repr(str(path)))} holds no sheets$"):
         ws.table_read(path.name)
+
+
+SCAN = 2 * 64 * 1024  # a scan bound of two read windows
+
+
+def fixed_lines(folder: Path, width: int, count: int) -> Path:
+    """A CSV of ``count`` rows after its header, every line (the header too) ``width`` bytes
+    with its newline: the id, then padding (over MAX_CELL_CHARS)."""
+    lines = ["id,pad,".ljust(width - 1, "h")]
+    lines += [f"{i},".ljust(width - 1, "p") for i in range(1, count + 1)]
+    path = folder / "fixed.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_rows_a_scan_bound_holds_exactly_are_read_whole(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lines of 1 KiB: the rows 2-129 are 128 KiB, the bound, read in two windows that each
+    # end at a line's end.
+    monkeypatch.setattr(_tables, "MAX_CSV_SCAN_BYTES", SCAN)
+    path = fixed_lines(tmp_path / "root", 1024, 400)
+    result = ws.table_read(path.name, rows="2-129", columns=["id"])
+    assert result["rows"] == [[n, str(n - 1)] for n in range(2, 130)]
+    assert result["notes"] == []
+    assert result["next"] == f'table_read(path="{path}", rows="130-257", columns=["id"])'
+
+
+def test_a_read_past_the_scan_bound_stops_at_the_last_whole_line_with_a_note(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "MAX_CSV_SCAN_BYTES", SCAN)
+    notes = [
+        f"read {SCAN:,} bytes for this call; continue with next",
+        f"stopped at {_tables.MAX_TABLE_ROWS} rows or {MAX_ANSWER_CHARS:,} chars",
+    ]
+    for width in (1024, 1000):  # the bound at a line's end, and inside a line
+        path = fixed_lines(tmp_path / "root", width, 400)
+        whole = SCAN // width  # the lines from row 2 on that end within the bound
+        result = ws.table_read(path.name, rows="2-300", columns=["id", "pad"])
+        assert [r[0] for r in result["rows"]] == list(range(2, 2 + len(result["rows"])))
+        # Up to the last line that ends within the bound: a line the bound cuts is no row
+        # (its cells would be cut short).
+        narrow = ws.table_read(path.name, rows="2-300", columns=["id"])
+        assert narrow["rows"] == [[n, str(n - 1)] for n in range(2, 2 + whole)], width
+        assert narrow["notes"] == notes
+        assert narrow["next"] == (
+            f'table_read(path="{path}", rows="{2 + whole}-{1 + whole + 200}", columns=["id"])'
+        )
+
+
+def test_bytes_that_are_not_utf_8_are_replaced(ws: Workspace, tmp_path: Path) -> None:
+    (tmp_path / "root" / "bytes.csv").write_bytes(b"a,b\n1,\xff\xfe x\n2,y\n")
+    assert ws.table_read("bytes.csv")["rows"] == [
+        [1, "a", "b"],
+        [2, "1", "\ufffd\ufffd x"],
+        [3, "2", "y"],
+    ]
+
+
+def test_a_row_the_csv_module_refuses_ends_the_read_with_its_line(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    # A field past the csv module's field size limit (128 KiB) on line 3.
+    (tmp_path / "root" / "field.csv").write_text("a,b\n1,2\n3," + "x" * 200_000 + "\n5,6\n")
+    result = ws.table_read("field.csv")
+    assert result["rows"] == [[1, "a", "b"], [2, "1", "2"]]
+    assert result["notes"] == ["stopped at line 3: field larger than field limit (131072)"]
