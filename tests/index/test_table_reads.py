@@ -198,17 +198,19 @@ def answer_text(cells: list[Any]) -> int:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_header_counts_toward_the_answer_bound(ws: Workspace, tmp_path: Path, fmt: str) -> None:
-    """Rows are taken while the header's text and theirs fit in MAX_ANSWER_CHARS: the rows
-    shown fit with the header, one more would not (the row numbers are not counted)."""
-    header = [f"{c}" * 450 for c in "abc"]  # 1,350 chars of header
-    records = [[f"{i:03d}" + "v" * 130, "w" * 130, "x" * 130] for i in range(300)]
+    """Rows are taken while the header's text and theirs fit in MAX_ANSWER_CHARS (the row
+    numbers are not counted)."""
+    # 1,200 chars of header and rows of 388: exactly 100 rows fill the answer.
+    header = [f"{c}" * 400 for c in "abc"]
+    records = [[f"{i:03d}" + "v" * 127, "w" * 129, "x" * 129] for i in range(300)]
+    assert (MAX_ANSWER_CHARS - answer_text(header)) % answer_text(records[0]) == 0
     path = write_table(tmp_path / "root", fmt, header, records)
     first = 1 if fmt == "parquet" else 2
     result = ws.table_read(path.name, rows=f"{first}-{first + 250}")
     shown_rows = [r[1:] for r in result["rows"]]
     assert shown_rows == records[: len(shown_rows)]
     used = answer_text(header) + sum(answer_text(r) for r in shown_rows)
-    assert used <= MAX_ANSWER_CHARS < used + answer_text(records[len(shown_rows)])
+    assert used == MAX_ANSWER_CHARS  # the row that fills the answer exactly is taken
     assert f"stopped at 200 rows or {MAX_ANSWER_CHARS:,} chars" in result["notes"]
     end = result["rows"][-1][0]
     assert result["next"] == next_call(path, fmt, f"{end + 1}-{end + 200}")
@@ -402,3 +404,63 @@ def test_a_row_the_csv_module_refuses_ends_the_read_with_its_line(
     result = ws.table_read("field.csv")
     assert result["rows"] == [[1, "a", "b"], [2, "1", "2"]]
     assert result["notes"] == ["stopped at line 3: field larger than field limit (131072)"]
+
+
+def test_rows_shorter_than_the_header_show_none_in_the_missing_columns(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    (tmp_path / "root" / "ragged.csv").write_text("a,b,c\n1\n2,3\n4,5,6\n")
+    result = ws.table_read("ragged.csv", rows="2-4", columns=["c", "a"])
+    assert result["rows"] == [[2, None, "1"], [3, None, "2"], [4, "6", "4"]]
+
+
+def test_a_row_of_exactly_the_row_budget_is_shown_whole(ws: Workspace, tmp_path: Path) -> None:
+    cells = ["x" * _tables.MAX_CELL_CHARS] * (_tables.ROW_BUDGET // _tables.MAX_CELL_CHARS)
+    header = [f"c{i:02d}" for i in range(len(cells))]
+    write_table(tmp_path / "root", "csv", header, [cells, ["1"] * len(cells)])
+    result = ws.table_read("data.csv", rows="2-3")
+    assert result["rows"] == [[2, *cells], [3, *["1"] * len(cells)]]
+    assert result["notes"] == []
+    assert result["next"] is None
+
+
+def test_a_row_wider_than_an_answer_is_cut_and_is_the_last_one_shown(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    width = 2 * _tables.ROW_BUDGET // _tables.MAX_CELL_CHARS  # cells for two answers' rows
+    header = [f"c{i:02d}" for i in range(width)]
+    wide = ["y" * _tables.MAX_CELL_CHARS] * width
+    path = write_table(tmp_path / "root", "csv", header, [wide, ["2"] * width])
+    result = ws.table_read(path.name, rows="2-3")
+    kept = _tables.ROW_BUDGET // _tables.MAX_CELL_CHARS
+    assert result["rows"] == [[2, *wide[:kept]]]  # row 3 would fit beside it: not taken
+    assert result["notes"] == [
+        f"row 2 has {width} cells, more text than an answer holds: its first {kept} are "
+        "shown; pick columns with columns=[...]",
+        f"stopped at {_tables.MAX_TABLE_ROWS} rows or {MAX_ANSWER_CHARS:,} chars",
+    ]
+    assert result["next"] == f'table_read(path="{path}", rows="3-4")'
+
+
+def test_a_header_wider_than_an_answer_shows_the_names_that_fit(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    header = [f"{i:03d}" + "n" * 497 for i in range(60)]  # 60 names of 500 chars
+    write_table(tmp_path / "root", "csv", header, [[str(i) for i in range(60)]])
+    result = ws.table_read("data.csv", rows="2")
+    fit = _tables.ROW_BUDGET // 500
+    assert result["columns"] == ["row", *header[:fit]]
+    assert result["notes"] == [
+        f"the header row has 60 columns; the first {fit} fit in the answer and are shown: "
+        "pick columns with columns=[...]"
+    ]
+
+
+def test_quoted_line_breaks_keep_their_bytes_and_say_rows_are_lines(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    (tmp_path / "root" / "multi.csv").write_bytes(b'a,b\r\n1,"two\r\nlines"\r\n3,x\r\n')
+    result = ws.table_read("multi.csv")
+    assert result["rows"] == [[1, "a", "b"], [2, "1", "two\r\nlines"], [4, "3", "x"]]
+    assert result["notes"] == ["some rows hold quoted line breaks: row numbers are line numbers"]
+    assert ws.table_read("multi.csv", rows="4")["notes"] == []
