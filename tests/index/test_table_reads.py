@@ -18,6 +18,7 @@ from leanreplay.cards import xlsx_extent
 from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
 from leanreplay.index._limits import MAX_ANSWER_CHARS
 from leanreplay.index.tools import _tables
+from tests.filetools import replace_member
 from tests.officegen import ods, xlsx
 
 HEADER = ["id", "city", "amount"]
@@ -211,6 +212,12 @@ def test_the_header_counts_toward_the_answer_bound(ws: Workspace, tmp_path: Path
     assert shown_rows == records[: len(shown_rows)]
     used = answer_text(header) + sum(answer_text(r) for r in shown_rows)
     assert used == MAX_ANSWER_CHARS  # the row that fills the answer exactly is taken
+    # Picked columns: the picked names are the header that counts.
+    picked = ws.table_read(path.name, rows=f"{first}-{first + 250}", columns=header[2::-2])
+    shown_rows = [r[1:] for r in picked["rows"]]
+    assert shown_rows == [[r[2], r[0]] for r in records[: len(shown_rows)]]
+    used = answer_text(header[2::-2]) + sum(answer_text(r) for r in shown_rows)
+    assert used <= MAX_ANSWER_CHARS < used + answer_text(shown_rows[0])
     assert f"stopped at 200 rows or {MAX_ANSWER_CHARS:,} chars" in result["notes"]
     end = result["rows"][-1][0]
     assert result["next"] == next_call(path, fmt, f"{end + 1}-{end + 200}")
@@ -464,3 +471,39 @@ def test_quoted_line_breaks_keep_their_bytes_and_say_rows_are_lines(
     assert result["rows"] == [[1, "a", "b"], [2, "1", "two\r\nlines"], [4, "3", "x"]]
     assert result["notes"] == ["some rows hold quoted line breaks: row numbers are line numbers"]
     assert ws.table_read("multi.csv", rows="4")["notes"] == []
+
+
+def test_a_sheet_whose_xml_inflates_past_the_bound_is_refused(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "root" / "numbers.xlsx"
+    path.write_bytes(xlsx({"S": [["n"], *([i] for i in range(2000))]}))
+    with path.open("rb") as f:
+        extent = xlsx_extent(f.fileno(), None, _tables.MAX_SHEET_BYTES)
+    assert extent is not None
+    assert extent.strings_bytes < extent.sheet_bytes
+    monkeypatch.setattr(_tables, "MAX_SHEET_BYTES", extent.sheet_bytes)  # exactly: read
+    assert ws.table_read("numbers.xlsx", rows="2001")["rows"] == [[2001, 1999]]
+    monkeypatch.setattr(_tables, "MAX_SHEET_BYTES", extent.sheet_bytes - 1)
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_read("numbers.xlsx")
+    assert str(caught.value) == (
+        f"sheet 'S' of {str(path)!r}: its XML inflate past {extent.sheet_bytes - 1:,} bytes, "
+        "the most a sheet is read with; it is not read"
+    )
+
+
+def test_a_workbook_calamine_cannot_read_is_refused_with_its_reason(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    # A cell naming a shared string the workbook does not have.
+    path = tmp_path / "root" / "broken.xlsx"
+    sheet = b'<worksheet><sheetData><row r="1"><c r="A1" t="s"><v>7</v></c></row></sheetData>'
+    path.write_bytes(
+        replace_member(xlsx({"S": [["a"]]}), "xl/worksheets/sheet1.xml", sheet + b"</worksheet>")
+    )
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_read("broken.xlsx")
+    head, _, reason = str(caught.value).partition(": ")
+    assert head == f"{str(path)!r} cannot be read as a workbook"
+    assert "shared strings" in reason
