@@ -480,9 +480,15 @@ def _csv_cell(value: Any) -> Any:
 
 
 def query_table(
-    table: TableFile, sql: str, cache_dir: str, *, sheet: str | None = None
+    table: TableFile,
+    sql: str,
+    cache_dir: str,
+    *,
+    sheet: str | None = None,
+    shown_path: str | None = None,
 ) -> dict[str, Any]:
-    """Run one read-only SELECT over the table registered as ``t``.
+    """Run one read-only SELECT over the table registered as ``t`` (named ``shown_path`` in
+    the answer and its errors: a transcoded copy's own path is never shown).
 
     Text tables (CSV, TSV, converted sheets) of `COPY_MIN_BYTES` or more are queried on
     their columnar copy once it is built (in the background, after the first query); until
@@ -503,7 +509,8 @@ def query_table(
     with connect(files, scratch, copy or ":memory:") as (con, paths):
         # What an error may name: the file as the caller gave it, never our descriptors,
         # copies or scratch folders under the home.
-        hidden = {p: table.file.path for p in [*paths, *([copy] if copy else [])]}
+        shown = shown_path or table.file.path
+        hidden = {p: shown for p in [*paths, *([copy] if copy else [])]}
         hidden[cache_dir] = "(the leanreplay home's table cache)"
         reader = "read_parquet({})"
         try:
@@ -515,8 +522,7 @@ def query_table(
             columns = [d[0] for d in con.execute("SELECT * FROM t LIMIT 0").description]
         except duckdb.Error as exc:
             raise WrongFileTypeError(
-                f"{table.file.path!r} cannot be read as a {table.format} table: "
-                f"{clean_error(exc, hidden)}"
+                f"{shown!r} cannot be read as a {table.format} table: {clean_error(exc, hidden)}"
             ) from None
         check_select(con, sql, columns)
         timer = threading.Timer(MAX_QUERY_SECONDS, con.interrupt)
@@ -573,7 +579,7 @@ def query_table(
         notes.append(
             f"only the first {MAX_QUERY_ROWS} result rows are shown; add LIMIT/OFFSET or aggregate"
         )
-    out: dict[str, Any] = {"path": table.file.path, "format": table.format}
+    out: dict[str, Any] = {"path": shown, "format": table.format}
     if sheet is not None:
         out["sheet"] = sheet
     out |= {
@@ -626,6 +632,7 @@ def query_table_file(f: OpenFile, sql: str, sheet: str | None, dirs: CacheDirs) 
     if sheet is not None:
         raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
     if table.format in ("csv", "tsv") and encoding_of(f) is not None:
-        with text_view(f, dirs.transcoded) as (text, _):
-            return query_table(TableFile(text, table.format, table.delimiter), sql, dirs.tables)
+        with text_view(f, dirs.transcoded) as (text, shown):
+            copy = TableFile(text, table.format, table.delimiter)
+            return query_table(copy, sql, dirs.tables, shown_path=shown)
     return query_table(table, sql, dirs.tables)

@@ -507,3 +507,65 @@ def test_a_workbook_calamine_cannot_read_is_refused_with_its_reason(
     head, _, reason = str(caught.value).partition(": ")
     assert head == f"{str(path)!r} cannot be read as a workbook"
     assert "shared strings" in reason
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("all", 'rows must be "N" or "A-B", got \'all\''),
+        ("2-x", 'rows must be "N" or "A-B", got \'2-x\''),
+        ("0", 'rows must be "N" or "A-B" with 1 <= A <= B, got \'0\''),
+        ("0-4", 'rows must be "N" or "A-B" with 1 <= A <= B, got \'0-4\''),
+        ("5-3", 'rows must be "N" or "A-B" with 1 <= A <= B, got \'5-3\''),
+    ],
+    ids=str,
+)
+def test_a_bad_row_range_is_refused_with_the_syntax(
+    ws: Workspace, tmp_path: Path, rows: str, message: str
+) -> None:
+    write_table(tmp_path / "root", "csv", HEADER, RECORDS)
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_read("data.csv", rows=rows)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("count", "suffix"), [(3, ""), (50, ""), (51, " (+1 more)")], ids=str)
+def test_a_missing_column_names_the_header_and_how_many_more(
+    ws: Workspace, tmp_path: Path, count: int, suffix: str
+) -> None:
+    header = [f"c{i}" for i in range(count)]
+    write_table(tmp_path / "root", "csv", header, [["1"] * count])
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_read("data.csv", columns=["nope"])
+    shown = ", ".join(f'"{h}"' for h in header[:50])
+    assert str(caught.value) == f"no column 'nope'; the header row names: {shown}{suffix}"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "parquet"])
+def test_a_sheet_of_a_table_without_sheets_is_refused(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_read(path.name, sheet="Data")
+    kind = "Parquet" if fmt == "parquet" else fmt
+    assert str(caught.value) == f"{str(path)!r} is {kind}: it has no sheets"
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_query(path.name, "SELECT 1 FROM t", sheet="Data")
+    assert str(caught.value) == f"{str(path)!r} is {fmt}: it has no sheets"
+
+
+def test_a_utf_16_table_is_read_and_named_by_its_own_path(ws: Workspace, tmp_path: Path) -> None:
+    path = tmp_path / "root" / "wide.csv"
+    lines = ["id,name"] + [f"{i},näme {i}" for i in range(1, 6)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-16")
+    result = ws.table_read(path.name, rows="2-3")
+    assert result["path"] == str(path)
+    assert result["rows"] == [[2, "1", "näme 1"], [3, "2", "näme 2"]]
+    assert result["next"] == f'table_read(path="{path}", rows="4-5")'
+    queried = ws.table_query(path.name, "SELECT name FROM t WHERE id = 4")
+    assert (queried["path"], queried["rows"]) == (str(path), [["näme 4"]])
+    # Errors name the file as given too, never the copy under the home.
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_query(path.name, "SELECT nope FROM t")
+    assert ws.home not in str(caught.value)
