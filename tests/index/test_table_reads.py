@@ -569,3 +569,38 @@ def test_a_utf_16_table_is_read_and_named_by_its_own_path(ws: Workspace, tmp_pat
     with pytest.raises(InvalidArgumentError) as caught:
         ws.table_query(path.name, "SELECT nope FROM t")
     assert ws.home not in str(caught.value)
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "parquet"])
+def test_reads_and_queries_write_only_under_the_homes_table_cache(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    ws.table_read(path.name, rows="2")
+    queried = ws.table_query(path.name, "SELECT count(*) FROM t")
+    assert queried["rows"] == [[len(RECORDS)]]
+    assert list(cwd.iterdir()) == []
+    tables = Path(ws.home) / "tables"
+    assert list((tables / "scratch").iterdir()) == []  # each query's temp folder is removed
+    # A workbook is queried through one CSV copy of its sheet, kept under the cache.
+    assert len(list(tables.glob("*.csv"))) == (1 if fmt == "xlsx" else 0)
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "ods"])
+def test_a_sheets_whole_numbers_are_integers_in_sql_up_to_2_to_the_53(
+    ws: Workspace, tmp_path: Path, fmt: str
+) -> None:
+    # A spreadsheet stores every number as a double: whole ones count exactly up to 2**53.
+    edge, past = 2.0**53, 2.0**60
+    rows = [["small", "edge", "past", "frac"], [1, edge, past, 0.5], [120, -edge, -past, 1.5]]
+    (tmp_path / "root" / f"n.{fmt}").write_bytes((xlsx if fmt == "xlsx" else ods)({"S": rows}))
+    sql = "SELECT typeof(small), typeof(edge), typeof(past), typeof(frac), * FROM t"
+    result = ws.table_query(f"n.{fmt}", sql)
+    assert result["rows"] == [
+        ["BIGINT", "DOUBLE", "DOUBLE", "DOUBLE", 1, edge, past, 0.5],
+        ["BIGINT", "DOUBLE", "DOUBLE", "DOUBLE", 120, -edge, -past, 1.5],
+    ]
+    assert [type(v) for v in result["rows"][0][4:]] == [int, float, float, float]
