@@ -314,9 +314,11 @@ def test_stream_data_starts_after_the_end_of_line_of_the_keyword(
     ("data", "num", "match"),
     [
         (b"1 0 obj\n<< >>\nendobj\n", 2, "^xref says object 2 is at offset 0, found object 1$"),
+        # Object 0 is the free list's head: an xref naming it in use still gets the check.
+        (b"1 0 obj\n<< >>\nendobj\n", 0, "^xref says object 0 is at offset 0, found object 1$"),
         (b"<< >>\n", 1, "^no object header at offset 0$"),
     ],
-    ids=["another-object", "no-header"],
+    ids=["another-object", "object-0", "no-header"],
 )
 def test_an_object_not_where_the_xref_says_is_named(
     tmp_path: Path, data: bytes, num: int, match: str

@@ -239,3 +239,40 @@ def test_the_depth_bound_is_exact_whatever_simple_dict_reads(inner: bytes) -> No
 def test_a_dictionary_cut_by_the_end_of_file_says_so() -> None:
     with pytest.raises(Broken, match="^file ends inside a dictionary$"):
         parse(b"<< /A 1")
+
+
+def test_nesting_is_bounded_at_max_depth_levels_below_the_top() -> None:
+    # The top array is level 0: MAX_DEPTH arrays may sit inside it, one more is refused.
+    deepest = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    value = parse(deepest)
+    for _ in range(MAX_DEPTH):
+        assert isinstance(value, list)
+        assert len(value) == 1
+        value = value[0]
+    assert value == []
+    with pytest.raises(Broken, match=f"^objects nested deeper than {MAX_DEPTH} levels$"):
+        parse(b"[" + deepest + b"]")
+
+
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        (b"", "an object"),
+        (b"  % only a comment", "an object"),
+        (b"<", "a string or dictionary"),
+        (b"<4", "a hex string"),
+    ],
+    ids=_id,
+)
+def test_a_file_ending_before_an_object_ends_says_inside_what(data: bytes, what: str) -> None:
+    with pytest.raises(Broken) as caught:
+        parse(data)
+    assert str(caught.value) == f"file ends inside {what}"
+    with pytest.raises(Incomplete):  # inside a window: read more
+        Parser(data).parse()
+
+
+def test_a_dictionary_near_the_windows_end_is_read_by_the_careful_path() -> None:
+    # Fewer bytes after it than the fast path needs to tell a reference from a number.
+    assert Parser(b"<</A 1 /B [2 0 R]>>").parse() == {"A": 1, "B": [Ref(2, 0)]}
+    assert Parser(b" <</A (x)>> ").parse() == {"A": b"x"}
