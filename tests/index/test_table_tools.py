@@ -3,13 +3,16 @@ cannot reach any other file."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from leanreplay.index import (
     WrongFileTypeError,
 )
 from leanreplay.index._tools import call_tool
-from leanreplay.index.tools import _tables
+from leanreplay.index.tools import _duck, _tables
 from leanreplay.index.tools._lines import BLOCK
 from leanreplay.index.tools._tables import MAX_QUERY_ROWS, MAX_TABLE_ROWS
 from tests.conftest import SAMPLES
@@ -268,6 +271,19 @@ def test_tools_run_through_the_one_definition(ws: Workspace) -> None:
     json.dumps(ws.table_read("sales.parquet"))  # JSON-ready
 
 
+@pytest.fixture
+def builders_waited_for() -> Iterator[None]:
+    """Waits for every copy builder the test started: a builder left behind is a child a
+    later ``os.wait()`` of the test runner's process reaps (mutmut's, which took it for one of
+    its workers and crashed)."""
+    yield
+    for target, pid in list(_duck._builds.items()):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        _duck._builds.pop(target, None)
+
+
+@pytest.mark.usefixtures("builders_waited_for")
 def test_large_text_tables_get_a_columnar_copy_in_the_background(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -305,6 +321,7 @@ def wait_for_copy(tables: Path, count: int = 1) -> Path:
     raise AssertionError(f"no columnar copy appeared in {tables}: {list(tables.iterdir())}")
 
 
+@pytest.mark.usefixtures("builders_waited_for")
 def test_a_copy_claimed_by_a_builder_that_died_is_built_again(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
