@@ -483,15 +483,24 @@ class Workspace:
 
     # the rolling prefix fold
 
-    def fold(self, conversation_id: str, summarizer: Summarizer | None = None) -> FoldResult:
+    def fold(
+        self,
+        conversation_id: str,
+        summarizer: Summarizer | None = None,
+        *,
+        cache_expired: bool = False,
+    ) -> FoldResult:
         """Fold everything before a legal boundary into the conversation's one summary.
 
         Returns what happened; ``folded`` is False (with the reason) when the unsummarized
         part is under the threshold, no user turn can start the verbatim tail, another fold
         of the conversation is running or won, or the summarizer failed. Originals are never
-        edited or deleted.
+        edited or deleted. With ``cache_expired=True`` (the next request finds the
+        provider's cache expired, as `replay` and the proxy tell) the threshold is
+        `FoldPolicy.cold_threshold`.
         """
-        return self._life.fold(self._visible(conversation_id), summarizer)
+        cid = self._visible(conversation_id)
+        return self._life.fold(cid, summarizer, cache_expired=cache_expired)
 
     def fold_state(self, conversation_id: str) -> dict[str, Any] | None:
         """The stored summary: ``summary``, ``summarized_through_message`` (its position),

@@ -172,11 +172,24 @@ class Conversations:
             self.store, cid, new, self.fold_policy, self.summarizer, self.home, stored=stored
         )
 
-    def fold(self, cid: str, summarizer: Summarizer | None = None) -> FoldResult:
+    def fold(
+        self, cid: str, summarizer: Summarizer | None = None, *, cache_expired: bool = False
+    ) -> FoldResult:
         self.wait_for_folds(cid)
-        return fold_conversation(
-            self.store, cid, self.fold_policy, summarizer or self.summarizer, self.home
-        )
+        policy = self.fold_policy
+        if cache_expired:
+            # The request is written in full anyway: a fold now costs no cache rewrite.
+            cold = policy.cold_threshold()
+            fold = self.store.fold(cid)
+            unsummarized = self.store.chars_after(cid, fold.through_seq if fold else 0)
+            if unsummarized <= cold:  # checked before the fold reads every message
+                return FoldResult(
+                    False,
+                    f"unsummarized messages carry {unsummarized:,} chars, not over the "
+                    f"threshold of {cold:,} of a request that finds the cache expired",
+                )
+            policy = dataclasses.replace(policy, threshold_chars=cold)
+        return fold_conversation(self.store, cid, policy, summarizer or self.summarizer, self.home)
 
     def fold_state(self, cid: str) -> dict[str, Any] | None:
         self.wait_for_folds(cid)
@@ -209,18 +222,11 @@ class Conversations:
         fold = self.store.fold(cid)
         messages, fold = self._view(cid, fold)
         times = self.store.times(cid, after_seq=fold.through_seq if fold else 0)
-        if self.auto_fold and cache_expired(
+        expired = self.auto_fold and cache_expired(
             messages, policy, times=times, now=now, last_request_at=last_request_at
-        ):
-            # This request is written in full anyway: a fold now costs no cache rewrite.
-            unsummarized = self.store.chars_after(cid, fold.through_seq if fold else 0)
-            if unsummarized > self.fold_policy.cold_threshold():
-                cold = dataclasses.replace(
-                    self.fold_policy, threshold_chars=self.fold_policy.cold_threshold()
-                )
-                folded = fold_conversation(self.store, cid, cold, self.summarizer, self.home)
-                if folded.folded:
-                    messages, fold = self._view(cid, self.store.fold(cid))
+        )
+        if expired and self.fold(cid, cache_expired=True).folded:
+            messages, fold = self._view(cid, self.store.fold(cid))
         result = lean_replay(
             cid,
             messages,

@@ -160,3 +160,20 @@ def test_a_request_after_expiry_folds_once_past_the_cold_threshold(tmp_path: Pat
     assert FoldPolicy(threshold_chars=10_000, cold_threshold_chars=20_000).cold_threshold() == (
         10_000
     )
+
+
+def test_fold_when_the_cache_expired_uses_the_cold_threshold(tmp_path: Path) -> None:
+    """`Workspace.fold(..., cache_expired=True)`: what the proxy calls for a request that finds
+    the cache expired (the store does not hold that request's new messages yet)."""
+    fold = FoldPolicy(threshold_chars=40_000, keep_last=2, cold_threshold_chars=9_000)
+    with Workspace(tmp_path, fold_policy=fold, auto_fold=False) as ws:
+        ws.extend("c", stale_batch())
+        warm = ws.fold("c")
+        assert not warm.folded
+        assert "not over the threshold of 40,000" in warm.reason
+        cold = ws.fold("c", cache_expired=True)
+        assert cold.folded
+        assert cold.summarized_through_message_id == "m8"
+        again = ws.fold("c", cache_expired=True)  # the rest is under 9,000 chars
+        assert not again.folded
+        assert "threshold of 9,000 of a request that finds the cache expired" in again.reason

@@ -396,3 +396,54 @@ def test_a_request_after_the_cache_expired_applies_the_waiting_elisions(
     assert sent["expired"][2]["content"][0]["content"].startswith(PLACEHOLDER_MARKER)
     assert sent["expired"][-3]["content"][0]["content"] == BIG  # the recent ones stay
     assert check_pairing(sent["expired"]) == []
+
+
+def test_a_request_after_the_cache_expired_folds_early_as_workspace_replay_does(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """A conversation past `FoldPolicy.cold_threshold` (60,000 chars) but under the fold
+    threshold: its next request within the TTL goes unfolded; an hour later the proxy folds
+    the stored prefix first, as `Workspace.replay` does, and sends the summary in its place
+    (this request is written in full anyway)."""
+    upstream.script.clear()
+    upstream.default = answer("ok")
+
+    def turns(n: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for k in range(n):
+            if k:
+                out.append({"role": "assistant", "content": f"answer {k - 1}"})
+            out.append({"role": "user", "content": f"question {k}: " + "x" * 9_000})
+        return out
+
+    later = [0.0]
+    sent, folds = {}, {}
+    for name, gap in (("warm", 0.0), ("expired", 3600.0)):
+        running, close = start_proxy(
+            tmp_path / name, upstream, clock=lambda: time.time() + later[0]
+        )
+        try:
+            later[0] = 0.0
+            for n in range(1, 8):
+                post(running, body(turns(n)))
+            with running.workspace() as ws:
+                (cid,) = ws.conversations()  # one conversation, continued by each request
+                assert 60_000 < ws.stored_chars(cid) < 120_000
+                assert ws.fold_state(cid) is None
+            later[0] = gap
+            post(running, body(turns(8)))
+            sent[name] = upstream.requests[-1].json["messages"]
+            with running.workspace() as ws:
+                folds[name] = ws.fold_state(cid)
+        finally:
+            close()  # type: ignore[operator]
+    assert folds["warm"] is None
+    assert sent["warm"][0]["content"].startswith("question 0: ")
+    fold = folds["expired"]
+    assert fold is not None
+    assert fold["summarized_through_message_id"] == "m4"  # up to the last user turn before
+    preamble = sent["expired"][0]["content"]  # the last 8 stored messages: question 2
+    assert preamble.startswith('[Summary of the earlier conversation, through message "m4"]')
+    assert sent["expired"][2]["content"].startswith("question 2: ")  # the verbatim tail
+    assert sent["expired"][-1]["content"].startswith("question 7: ")
+    assert check_pairing(sent["expired"]) == []

@@ -38,6 +38,7 @@ from typing import Any
 from leanreplay.placeholders import (
     ReplayPolicy,
     ReplayResult,
+    cache_expired,
     check_pairing,
     content_chars,
     folded_prefix,
@@ -687,20 +688,34 @@ def _lean(
     messages = _cards(inputs, ws.attachment_cards(cid))
     if api.name == "anthropic":
         messages = _join_pending(messages)
-    fold = ws.fold_state(cid)
-    through = 0
-    if fold is not None:
-        through = fold["summarized_through_message"]
-        lead = 0
-        while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
-            lead += 1
-        prefix = folded_prefix(
-            cid, fold["summary"], fold["summarized_through_message_id"], fold["generation"]
-        )
-        messages = messages[:lead] + prefix + messages[max(through, lead) :]
+    view, through = _folded(ws, cid, messages)
     # The request's new messages may be stored after it goes upstream: ``now`` times it.
     times = ws.stored_times(cid, after=through)
-    return replay(messages, conversation_id=cid, policy=policy, times=times, now=now)
+    # As `Workspace.replay` does: a request that finds the cache expired is written in full
+    # anyway, so the fold that waits for the normal threshold costs no cache rewrite now.
+    expired = ws.auto_fold and cache_expired(view, policy, times=times, now=now)
+    if expired and ws.fold(cid, cache_expired=True).folded:
+        view, through = _folded(ws, cid, messages)
+        times = ws.stored_times(cid, after=through)
+    return replay(view, conversation_id=cid, policy=policy, times=times, now=now)
+
+
+def _folded(
+    ws: Workspace, cid: str, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], int]:
+    """The messages as a folded replay shows them (the leading system messages, the
+    summary's preamble, the messages after the fold) and the fold's position (0: none)."""
+    fold = ws.fold_state(cid)
+    if fold is None:
+        return messages, 0
+    through = int(fold["summarized_through_message"])
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
+        lead += 1
+    prefix = folded_prefix(
+        cid, fold["summary"], fold["summarized_through_message_id"], fold["generation"]
+    )
+    return messages[:lead] + prefix + messages[max(through, lead) :], through
 
 
 def _render(
