@@ -59,6 +59,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # json.dumps, built once
 
 
+def _encode(message: Mapping[str, Any]) -> str:
+    """``_ENCODER.encode(message)``, the same C encoder called without its two Python frames
+    (a third of the encoding time of a short message); a fresh circular-reference table each
+    call, as ``encode`` makes."""
+    if _c_make_encoder is None:  # a Python without the C accelerator
+        return _ENCODER.encode(message)
+    chunks = _c_make_encoder(
+        {}, _ENCODER.default, _c_encode_basestring, None, ": ", ", ", False, False, False
+    )(message, 0)
+    return "".join(chunks)
+
+
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_c_encode_basestring: Any = json.encoder.encode_basestring  # the C one where it exists
+
+
 @dataclass(frozen=True)
 class StoredMessage:
     conversation_id: str
@@ -146,7 +162,7 @@ def encode_message(message: Mapping[str, Any]) -> str:
     # 10,000, and the readers walk what is stored with Python's own recursion. Every level
     # opens with a bracket in the text, so a body with few brackets is not walked at all.
     try:
-        body = _ENCODER.encode(message)
+        body = _encode(message)
     except RecursionError:
         raise too_deep from None
     except (TypeError, ValueError) as exc:
