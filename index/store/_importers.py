@@ -146,7 +146,7 @@ def load_log(
             raise
         raise ImportFormatError(f"{path} {problem}; it cannot be imported") from None
     if fmt == "claude-code":
-        items = [_claude_code(lines, stem)]
+        items = [_claude_code(text, stem)]
     elif fmt == "mini-swe-agent":
         items = [_mini_swe_agent(whole, path)]
     elif fmt == "tau-bench":
@@ -250,34 +250,55 @@ def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
         try:
             decoded = fast(line)
         except (msgspec.MsgspecError, ValueError, RecursionError):
-            pass
+            yield number, _slow_line(line)
         else:
             yield number, decoded
-            continue
-        start = 0
-        while line[start] in _JSON_SPACE:
-            start += 1
-        try:
-            value, end = _scan(line, start)
-        except (StopIteration, ValueError, RecursionError):  # also an integer too long
-            yield number, _NOT_JSON
-            continue
-        if end != len(line) and line[end:].strip(_JSON_SPACE):
-            yield number, _NOT_JSON  # something after the value, as json.loads refuses
-        else:
-            yield number, value
+
+
+def _slow_line(line: str) -> Any:
+    """The value of a line msgspec refused, as json.loads reads it; _NOT_JSON if it refuses."""
+    start = 0
+    while line[start] in _JSON_SPACE:
+        start += 1
+    try:
+        value, end = _scan(line, start)
+    except (StopIteration, ValueError, RecursionError):  # also an integer too long
+        return _NOT_JSON
+    if end != len(line) and line[end:].strip(_JSON_SPACE):
+        return _NOT_JSON  # something after the value, as json.loads refuses
+    return value
 
 
 class _Lines:
-    """The JSONL reading of a file's text, parsed once whichever readers ask for it."""
+    """The JSONL reading of a file's text, parsed once whichever readers ask for it, and
+    only as far as they read."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._values: list[tuple[int, Any]] | None = None
+        self._values: list[tuple[int, Any]] = []
+        self._rest: Iterator[tuple[int, Any]] | None = _jsonl(text)
+
+    def head(self, count: int) -> Iterator[Any]:
+        """The first ``count`` readable values (fewer in a shorter file), each parsed when
+        it is asked for."""
+        at = given = 0
+        while given < count:
+            if at == len(self._values):
+                found = next(self._rest, None) if self._rest is not None else None
+                if found is None:
+                    self._rest = None
+                    return
+                self._values.append(found)
+            value = self._values[at][1]
+            at += 1
+            if value is not _NOT_JSON:
+                given += 1
+                yield value
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
-        if self._values is None:
-            self._values = list(_jsonl(self.text))
+        if self._rest is not None:
+            self._values.extend(self._rest)
+            self._rest = None
         return iter(self._values)
 
 
@@ -294,7 +315,7 @@ def _detect(path: str, whole: Any, lines: _Lines) -> str:
         and all(isinstance(x, dict) and "traj" in x for x in whole)
     ):
         return "tau-bench"
-    values: list[Any]
+    values: list[Any] | None = None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         values = whole["messages"]  # a provider request body
     elif isinstance(whole, dict) and isinstance(whole.get("input"), list):
@@ -303,15 +324,19 @@ def _detect(path: str, whole: Any, lines: _Lines) -> str:
         values = whole
     elif isinstance(whole, dict) and "role" in whole:
         values = [whole]
-    else:
-        values = [v for _, v in lines if v is not _NOT_JSON]
+    # A Claude Code session shows in its first records (most often the first): the rest of
+    # a JSONL file is read only for the other formats (Claude Code's importer reads it its
+    # own way).
+    head = iter(values[:50]) if values is not None else lines.head(50)
     if any(
         isinstance(v, dict)
         and ("sessionId" in v or v.get("type") in ("summary", "user", "assistant"))
         and "role" not in v
-        for v in values[:50]
+        for v in head
     ):
         return "claude-code"
+    if values is None:
+        values = [v for _, v in lines if v is not _NOT_JSON]
     if values and all(isinstance(v, dict) and role_of(v) is not None for v in values):
         return _provider_of(values)
     raise NotALogError(
@@ -423,21 +448,82 @@ def _tau_bench(whole: Any, stem: str, path: str) -> list[LoadedConversation]:
     return items
 
 
-def _claude_code(lines: _Lines, stem: str) -> LoadedConversation:
+class _ClaudeMessage(msgspec.Struct):
+    role: Any = None
+    content: Any = None
+    id: Any = None
+
+
+class _ClaudeRecord(msgspec.Struct, rename="camel"):
+    """The fields of a Claude Code record the importer reads; msgspec steps over the rest
+    of the line (a tool's result again in ``toolUseResult``, usage, cwd ...) without
+    building it. A missing field reads as None, as ``dict.get`` reads it."""
+
+    type: Any = None
+    is_sidechain: Any = None
+    message: _ClaudeMessage | None = None  # anything but an object: the line is read whole
+    uuid: Any = None
+    is_meta: Any = None
+    is_compact_summary: Any = None
+
+
+_claude_decode: Callable[[str], _ClaudeRecord] = msgspec.json.Decoder(_ClaudeRecord).decode
+
+
+def _claude_record(value: dict[str, Any]) -> _ClaudeRecord:
+    """The fields read of a record decoded whole (a line the typed read refused)."""
+    message = value.get("message")
+    return _ClaudeRecord(
+        value.get("type"),
+        value.get("isSidechain"),
+        _ClaudeMessage(message.get("role"), message.get("content"), message.get("id"))
+        if isinstance(message, dict)
+        else None,
+        value.get("uuid"),
+        value.get("isMeta"),
+        value.get("isCompactSummary"),
+    )
+
+
+def _claude_lines(text: str) -> Iterator[_ClaudeRecord | None]:
+    """The record of each non-blank line; None for a line that is not a JSON object.
+
+    What the typed read refuses (a lone surrogate, NaN, a field that is not what it reads)
+    is read as `_jsonl` reads a line, and the same rules apply to the value. (The typed read
+    also takes a line whose skipped fields only json.loads refuses, an integer of over
+    4,300 digits: the fields it reads are the ones json.loads would give.)"""
+    decode = _claude_decode
+    for line in text.split("\n"):
+        if not line or line.isspace():
+            continue
+        try:
+            yield decode(line)
+            continue
+        except msgspec.ValidationError:  # JSON, but not a record's shape: read it whole
+            try:
+                value = _fast_decode(line)
+            except (msgspec.MsgspecError, ValueError, RecursionError):
+                value = _slow_line(line)
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            value = _slow_line(line)  # msgspec's parser refused it whole as well
+        yield _claude_record(value) if isinstance(value, dict) else None
+
+
+def _claude_code(text: str, stem: str) -> LoadedConversation:
     """One message per user/assistant record of the main chain, named after the file.
 
     A resumed session is a new file that repeats the earlier session's records (with the
     earlier ``sessionId``) before its own, so the file, not the session id, names the
     conversation: each file is its own conversation with its full history.
     """
-    records: list[dict[str, Any]] = []
+    records: list[_ClaudeRecord] = []
     broken = 0
-    for _, record in lines:
-        if record is _NOT_JSON or not isinstance(record, dict):
+    for record in _claude_lines(text):
+        if record is None:
             broken += 1
-        elif record.get("type") in _CLAUDE_MESSAGE_TYPES:
+        elif record.type in _CLAUDE_MESSAGE_TYPES:
             records.append(record)
-    main = [r for r in records if not r.get("isSidechain")]
+    main = [r for r in records if not r.is_sidechain]
     notes = [f"{broken} {UNREADABLE}"] if broken else []
     if not main and records:
         # A subagent's own log (agent-*.jsonl): every record is a sidechain of the parent
@@ -449,25 +535,23 @@ def _claude_code(lines: _Lines, stem: str) -> LoadedConversation:
     return LoadedConversation(stem, _claude_messages(main), "claude-code", notes)
 
 
-def _claude_messages(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _claude_messages(records: list[_ClaudeRecord]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for record in records:
-        message = record.get("message")
-        if not isinstance(message, dict) or message.get("role") not in _CLAUDE_MESSAGE_TYPES:
+        message = record.message
+        if message is None or message.role not in _CLAUDE_MESSAGE_TYPES:
             continue
-        content = message.get("content")
-        new: dict[str, Any] = {"role": message["role"], "content": content}
-        if message["role"] == "assistant" and not isinstance(content, list):
+        role, content = message.role, message.content
+        new: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant" and not isinstance(content, list):
             new["content"] = [{"type": "text", "text": content or ""}]
-        record_id = record.get("uuid")
+        record_id = record.uuid
         if isinstance(record_id, str) and record_id:
             new["id"] = record_id
-        api_id = message.get("id")
-        if message["role"] == "assistant" and isinstance(api_id, str):
+        api_id = message.id
+        if role == "assistant" and isinstance(api_id, str):
             new[SPLIT_KEY] = api_id  # Claude Code writes one record per content block
-        if message["role"] == "user" and (
-            record.get("isMeta") or record.get("isCompactSummary") or _injected(content)
-        ):
+        if role == "user" and (record.is_meta or record.is_compact_summary or _injected(content)):
             new["meta"] = True
         messages.append(new)
     return messages
