@@ -541,6 +541,14 @@ class PgStore(StoreReads):
         rows = self._rows_after(after_rowid, limit)
         return [(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
 
+    def bodies_after(
+        self, *, after_rowid: int = 0, limit: int = 5000
+    ) -> list[tuple[int, str, str]]:
+        return [
+            (int(r[0]), r[1], r[2])
+            for r in super().bodies_after(after_rowid=after_rowid, limit=limit)
+        ]
+
     # folds
 
     def write_fold(
