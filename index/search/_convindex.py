@@ -7,6 +7,11 @@ missing, from another schema or another store, or corrupt is rebuilt from it.
 The state names the store it follows: the store's identity (created with the store) and the
 highest row indexed, with a digest of that row. A store restored from a backup keeps its
 identity, but the row is then missing or another message: the index is rebuilt.
+
+The index holds only what is searched: the words of each message and its tool names, its
+conversation (to scope a search) and its row (a fast field). A hit is read back from the
+store by its row, its snippet cut from the stored message; equal scores rank by row, the
+store's insertion order, so an index built with any number of threads answers the same.
 """
 
 from __future__ import annotations
@@ -28,14 +33,20 @@ from .._errors import BusyError
 from .._locks import file_lock
 from ..store._protocol import StoreProtocol
 from ..store._store import StoredMessage
-from ..store._text import message_text
-from ._tantivy import DerivedIndex, build_query, search_with_snippets
+from ..store._text import MAX_INDEXED_CHARS, message_text
+from ._ranking import top_hits
+from ._tantivy import DerivedIndex, build_query, snippet_text
 
 __all__ = ["MESSAGES_VERSION", "MessageIndex", "message_text"]
 
-MESSAGES_VERSION = 1
+MESSAGES_VERSION = 2  # 2: documents of words and a row, hits read from the store
 SNIPPET_CHARS = 240
 _BATCH = 250_000  # rows per commit: commits are fsync'd and merge segments
+# Two indexing threads: the index is rebuilt beside a Python thread that parses messages,
+# and each Tantivy thread needs a heap of its own (at least 15 MB).
+INDEX_THREADS = 2
+INDEX_HEAP = 96_000_000
+_MAX_ROW = 2**64 - 1
 _FETCH = 50_000  # rows read from the store at a time
 # json.loads without its Python frames: the decoder's own C scanner (typeshed does not
 # declare the attribute)
@@ -61,12 +72,10 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _schema() -> Any:
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("conversation_id", stored=True, fast=True, tokenizer_name="raw")
-    sb.add_text_field("message_id", stored=True, tokenizer_name="raw")
-    sb.add_unsigned_field("seq", stored=True, indexed=True, fast=True)
-    sb.add_text_field("role", stored=True, tokenizer_name="raw")
-    sb.add_text_field("tool", stored=True)
-    sb.add_text_field("text", stored=True)
+    sb.add_unsigned_field("row", indexed=True, fast=True)  # the store's rowid
+    sb.add_text_field("conversation_id", tokenizer_name="raw")
+    sb.add_text_field("tool")
+    sb.add_text_field("text")
     return sb.build()
 
 
@@ -79,7 +88,7 @@ class MessageIndex:
     def __init__(self, home: str, store: StoreProtocol) -> None:
         self.store = store
         directory = os.path.join(home, "index", f"messages-v{MESSAGES_VERSION}")
-        self.index = DerivedIndex(directory, _schema)
+        self.index = DerivedIndex(directory, _schema, threads=INDEX_THREADS, heap=INDEX_HEAP)
         self.state_path = directory + ".state.json"
 
     def _state(self) -> int:
@@ -129,55 +138,47 @@ class MessageIndex:
                 writer.delete_all_documents()
             last = 0
         # Only the commit right after a saved state can already be in the index (a crash
-        # between its commit and the state's save): its rows are re-added by replacement.
+        # between its commit and the state's save): its rows are deleted first, then added.
         replace = last > 0
-        rows = self.store.message_rows(after_rowid=last, limit=_FETCH)
-        document, decode = tantivy.Document, _fast_decode
+        rows = self.store.bodies_after(after_rowid=last, limit=_FETCH)
+        document = tantivy.Document
         while rows:
             with self.index.writer() as writer, _no_cycle_collection():
+                if replace:
+                    writer.delete_documents_by_query(  # by term, a u64 deletes nothing
+                        tantivy.Query.range_query(
+                            self.index.schema, "row", tantivy.FieldType.Unsigned, last + 1, _MAX_ROW
+                        )
+                    )
                 in_commit = 0
                 while rows:
-                    for _, cid, seq, mid, role, body in rows:
-                        key = f"{cid}\x00{mid}"
-                        if replace:
-                            writer.delete_documents_by_term("message_id", key)
-                        # The store wrote the body: one JSON value (msgspec; the C scanner
-                        # for what it refuses, an escaped lone surrogate).
+                    for rowid, cid, body in rows:
+                        text, tools = _searchable(body)
+                        # Text fields by keyword (a third cheaper than from_dict), tool names
+                        # only where there are some; the one unsigned field typed explicitly
+                        # (an int by keyword is an i64, which the u64 field refuses only at
+                        # commit, losing the batch).
                         try:
-                            message = decode(body)
-                        except msgspec.MsgspecError:
-                            message = _scan(body, 0)[0]
-                        text, tools = message_text(message)
-                        # Text fields by keyword (a third cheaper than from_dict); the one
-                        # unsigned field typed explicitly (an int by keyword is an i64, which
-                        # the u64 field refuses only at commit, losing the batch).
-                        try:
-                            doc = document(
-                                conversation_id=cid,
-                                message_id=key,
-                                role=role,
-                                tool=tools,
-                                text=text,
-                            )
+                            doc = document(conversation_id=cid, text=text)
+                            if tools:
+                                doc.add_text("tool", tools)
                         except ValueError:  # a lone surrogate: no UTF-8 for Tantivy
                             doc = document(
                                 conversation_id=cid,
-                                message_id=key,
-                                role=role,
                                 tool=_SURROGATE.sub("\ufffd", tools),
                                 text=_SURROGATE.sub("\ufffd", text),
                             )
-                        doc.add_unsigned("seq", seq)
+                        doc.add_unsigned("row", rowid)
                         writer.add_document(doc)
                     tail = rows[-1]
                     in_commit += len(rows)
-                    rows = self.store.message_rows(after_rowid=tail[0], limit=_FETCH)
+                    rows = self.store.bodies_after(after_rowid=tail[0], limit=_FETCH)
                     if in_commit >= _BATCH:
                         break
             replace = False
             last = tail[0]
             added += in_commit
-            self._save(last, _digest(StoredMessage(*tail[1:])))
+            self._save(last, self._row_digest(last) or "")
         if last == 0:
             self._save(0, "")  # an empty store: the index follows it too
         self.index.rebuilt = False
@@ -212,17 +213,60 @@ class MessageIndex:
                 )
             )
         scoped = tantivy.Query.boolean_query(clauses)
-        return [
-            {
-                "conversation_id": doc["conversation_id"][0],
-                "message_id": doc["message_id"][0].split("\x00", 1)[1],
-                "seq": int(doc["seq"][0]),
-                "role": doc["role"][0],
-                "tools": doc["tool"][0] or None,
-                "score": round(score, 4),
-                "snippet": snippet,
-            }
-            for score, doc, snippet in search_with_snippets(
-                self.index, scoped, limit, SNIPPET_CHARS
+        searcher = self.index.searcher()
+        ranked = top_hits(searcher, self.index.schema, scoped, limit, "row")
+        stored = {row[0]: row for row in self.store.rows_at([row for _, row in ranked])}
+        generator = tantivy.SnippetGenerator.create(searcher, query, self.index.schema, "text")
+        generator.set_max_num_chars(SNIPPET_CHARS)
+        hits = []
+        for score, row in ranked:
+            found = stored.get(row)
+            if found is None:
+                continue  # not in the store: an index ahead of a store restored from a backup
+            _, cid, seq, mid, role, body = found
+            text, tools = _searchable(body)
+            text = _SURROGATE.sub("\ufffd", text)
+            snippet = snippet_text(generator, tantivy.Document(text=text), text, SNIPPET_CHARS)
+            hits.append(
+                {
+                    "conversation_id": cid,
+                    "message_id": mid,
+                    "seq": int(seq),
+                    "role": role,
+                    "tools": tools or None,
+                    "score": round(score, 4),
+                    "snippet": snippet,
+                }
             )
-        ]
+        return hits
+
+
+class _Plain(msgspec.Struct):
+    """What tells a plain message (`message_text`'s short cut): a string content, no tool
+    calls, no ``type`` key at all (a Responses item). The rest is stepped over."""
+
+    content: Any = None
+    tool_calls: Any = None
+    type: Any = msgspec.UNSET
+
+
+_plain_decode: Callable[[str], _Plain] = msgspec.json.Decoder(_Plain).decode
+
+
+def _searchable(body: str) -> tuple[str, str]:
+    """(text, tool names) of a stored body: one JSON object (msgspec; the C scanner for
+    what it refuses, an escaped lone surrogate). A plain message is read without building
+    it, for `message_text`'s own short cut."""
+    try:
+        plain = _plain_decode(body)
+    except msgspec.MsgspecError:
+        pass  # what msgspec refuses: read whole below
+    else:
+        content = plain.content
+        if isinstance(content, str) and not plain.tool_calls and plain.type is msgspec.UNSET:
+            return content[:MAX_INDEXED_CHARS], ""
+    try:
+        message = _fast_decode(body)
+    except msgspec.MsgspecError:
+        message = _scan(body, 0)[0]
+    return message_text(message)

@@ -79,9 +79,17 @@ def _io_error(what: str, exc: ValueError) -> StoreError:
 
 
 class DerivedIndex:
-    def __init__(self, directory: str, build_schema: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        directory: str,
+        build_schema: Callable[[], Any],
+        *,
+        threads: int = 1,
+        heap: int = WRITER_HEAP,
+    ) -> None:
         self.directory = directory
         self._build_schema = build_schema
+        self._threads, self._heap = threads, heap
         self._thread_lock = threading.RLock()
         self.rebuilt = False
         try:
@@ -184,7 +192,7 @@ class DerivedIndex:
         deadline = time.monotonic() + WRITER_WAIT_S
         while True:
             try:
-                return self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+                return self.index.writer(heap_size=self._heap, num_threads=self._threads)
             except ValueError as exc:
                 if "LockBusy" not in str(exc) or time.monotonic() > deadline:
                     raise BusyError(f"cannot take the writer of {self.directory}: {exc}") from None

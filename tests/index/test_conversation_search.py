@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from leanreplay.index import ConversationNotFoundError, InvalidArgumentError, Workspace
+from leanreplay.index.search._convindex import MESSAGES_VERSION
 from tests.builders import an_call, an_results, assistant, user
 from tests.placeholders.test_replay import parse_call
 
@@ -118,7 +119,7 @@ def test_a_lone_surrogate_in_a_message_leaves_the_search_working(tantivy_ws: Wor
 
 def test_index_is_rebuilt_when_deleted_or_corrupt(tantivy_ws: Workspace) -> None:
     tantivy_ws.conversation_search("quota")
-    index_dir = Path(tantivy_ws.home) / "index" / "messages-v1"
+    index_dir = Path(tantivy_ws.home) / "index" / f"messages-v{MESSAGES_VERSION}"
     shutil.rmtree(index_dir)
     with Workspace(tantivy_ws.home) as again:
         assert again.conversation_search("quota")["hits"]
@@ -136,7 +137,11 @@ def test_index_of_another_store_is_not_trusted(tantivy_ws: Workspace, tmp_path: 
     with Workspace(tantivy_ws.home) as fresh:
         fresh.append("new", user("nothing about disks here"))
         assert fresh.conversation_search("quota")["hits"] == []
-        state = json.loads((Path(tantivy_ws.home) / "index" / "messages-v1.state.json").read_text())
+        state = json.loads(
+            (
+                Path(tantivy_ws.home) / "index" / f"messages-v{MESSAGES_VERSION}.state.json"
+            ).read_text()
+        )
         assert state["store"] == fresh._store.identity
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from leanreplay.index import Workspace
+from leanreplay.index.search._convindex import MESSAGES_VERSION
 from tests import pdfgen
 from tests.builders import user
 
@@ -59,7 +60,7 @@ def test_a_damaged_message_index_is_rebuilt_and_the_search_answers(
     base, expected = pristine
     home = tmp_path / "home"
     shutil.copytree(base, home)
-    _damage(home / "index" / "messages-v1", ext, seed)
+    _damage(home / "index" / f"messages-v{MESSAGES_VERSION}", ext, seed)
     with Workspace(home) as ws:
         first = ws.conversation_search("budget word21")
         again = ws.conversation_search("budget word21")
