@@ -244,7 +244,7 @@ def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
     Lines end at "\n" only (``\r\n`` too): JSON strings may hold U+2028, NEL and the
     other characters ``str.splitlines`` would also break at."""
     fast = _fast_decode
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(_split_lines(text), start=1):
         if not line or line.isspace():
             continue
         try:
@@ -253,6 +253,16 @@ def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
             yield number, _slow_line(line)
         else:
             yield number, decoded
+
+
+def _split_lines(text: str) -> Iterator[str]:
+    """``text.split("\n")``, a line at a time: format detection reads a file's first lines
+    only, and splitting all of it first would copy every line."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 def _slow_line(line: str) -> Any:
