@@ -16,11 +16,13 @@ store's insertion order, so an index built with any number of threads answers th
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -90,6 +92,8 @@ class MessageIndex:
         directory = os.path.join(home, "index", f"messages-v{MESSAGES_VERSION}")
         self.index = DerivedIndex(directory, _schema, threads=INDEX_THREADS, heap=INDEX_HEAP)
         self.state_path = directory + ".state.json"
+        for version in range(1, MESSAGES_VERSION):
+            _drop_old(os.path.join(home, "index", f"messages-v{version}"))
 
     def _state(self) -> int:
         """The last indexed rowid; 0 for an empty index, -1 when the index must start over."""
@@ -239,6 +243,19 @@ class MessageIndex:
                 }
             )
         return hits
+
+
+def _drop_old(directory: str) -> None:
+    """Delete an index of an older schema (it can be as big as the store), unless a process
+    of an older leanreplay is writing it right now."""
+    if not os.path.isdir(directory):
+        return
+    with file_lock(directory + ".lock") as mine:
+        if not mine:
+            return
+        shutil.rmtree(directory, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.unlink(directory + ".state.json")
 
 
 class _Plain(msgspec.Struct):

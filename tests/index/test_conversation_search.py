@@ -229,3 +229,16 @@ def test_a_query_of_operators_alone_says_so_on_postgresql(
         pytest.raises(InvalidArgumentError, match="no searchable words"),
     ):
         w.conversation_search(query)
+
+
+def test_an_index_of_an_older_schema_is_deleted(tantivy_ws: Workspace) -> None:
+    tantivy_ws.conversation_search("quota")
+    tantivy_ws.close()
+    index = Path(tantivy_ws.home) / "index"
+    old = index / f"messages-v{MESSAGES_VERSION - 1}"
+    shutil.copytree(index / f"messages-v{MESSAGES_VERSION}", old)
+    (index / f"{old.name}.state.json").write_text("{}")
+    with Workspace(tantivy_ws.home) as again:
+        assert len(again.conversation_search("quota")["hits"]) == 2
+    assert not old.exists()
+    assert not (index / f"{old.name}.state.json").exists()
