@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import msgspec
 from anyio.abc import ByteReceiveStream, Process
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
@@ -156,7 +157,14 @@ async def _exited(process: Process, timeout: float) -> bool:
 
 def dumps(message: object) -> bytes:
     """One JSON-RPC line, newline included, as compact as the SDK writes it; text with a lone
-    surrogate (which UTF-8 cannot carry) is written escaped."""
+    surrogate (which UTF-8 cannot carry) is written escaped. NaN and Infinity, which JSON has
+    no spelling for, are written as null (none reaches here: `loads` refuses them)."""
+    try:
+        # msgspec writes the same JSON (a float may be spelled differently, 1e22 for 1e+22)
+        # some 30x faster than the json module; a forwarded call writes two lines.
+        return _FAST_ENCODER.encode(message) + b"\n"
+    except (TypeError, ValueError, OverflowError):  # UnicodeEncodeError is a ValueError
+        pass
     try:
         return _ENCODER.encode(message).encode() + b"\n"
     except UnicodeEncodeError:
@@ -164,12 +172,19 @@ def dumps(message: object) -> bytes:
 
 
 def loads(line: str | bytes) -> Any:
-    """One JSON-RPC line as Python values.
+    """One JSON-RPC line as Python values, as `json.loads` reads it.
 
     Raises:
         ValueError: it is not JSON (NaN and Infinity are not: see `no_constants`).
         RecursionError: it nests deeper than Python's stack allows.
     """
+    try:
+        # msgspec reads what the json module reads, to the same values, some 10x faster; what
+        # it refuses (a lone surrogate escape, a number past a float's range, anything that is
+        # not JSON) the json module decides, so that the answer stays the json module's.
+        return _FAST_DECODER.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        pass
     text = line.decode() if isinstance(line, bytes) else line
     return _DECODER.decode(text)
 
@@ -183,6 +198,8 @@ def no_constants(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=no_constants)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_FAST_ENCODER = msgspec.json.Encoder()
+_FAST_DECODER = msgspec.json.Decoder()
 
 
 class RelayClosed(Exception):
