@@ -1,16 +1,18 @@
 """The stdio transport over pipes, waited on by the event loop: lines as the thread-read
 transport gives them (pieces joined, an oversized line refused with its size, a last line
-without a newline), and writes larger than a pipe holds come out whole."""
+without a newline), and writes larger than a pipe holds come out whole. The pipe's reader stays
+registered with the event loop across waits, and is dropped while nobody waits."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 
 import anyio
 
-from leanreplay.index.faces.server import _CappedLines, _PolledWriter
+from leanreplay.index.faces.server import _CappedLines, _PipeReader, _PolledWriter
 
 PIECES = [
     b'{"a": 1}\n{"b":',
@@ -75,3 +77,75 @@ def test_a_write_larger_than_the_pipe_comes_out_whole() -> None:
     anyio.run(main)
     reader.join()
     assert received.decode() == text
+
+
+def test_a_slow_consumer_gets_every_line_and_the_reader_rests_meanwhile() -> None:
+    r, w = os.pipe()
+    lines = [b'{"n": %d}\n' % i for i in range(50)]
+    writer = _feed(w, lines)
+
+    async def refuse(size: int, head: bytes) -> None:
+        raise AssertionError("no line is over the cap")
+
+    async def main() -> list[str]:
+        out = []
+        with os.fdopen(r, "rb", buffering=0) as stream:
+            async for line in _CappedLines(stream, 1000, refuse, polled=True):
+                out.append(line)
+                await anyio.sleep(0.02)  # slower than the writer: bytes wait unread
+        return out
+
+    got = anyio.run(main)
+    writer.join()
+    assert got == [line.decode() for line in lines]
+
+
+def test_the_pipe_is_registered_once_and_rests_while_a_piece_waits_unread() -> None:
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+
+    async def main() -> list[object]:
+        seen: list[object] = []
+        with _PipeReader(r) as pipe:
+            for i in range(3):
+                async with anyio.create_task_group() as tg:
+
+                    async def take() -> None:
+                        seen.append(await pipe.read())
+
+                    tg.start_soon(take)
+                    await anyio.sleep(0.01)
+                    os.write(w, b"line %d\n" % i)
+                seen.append(pipe._registered)  # still registered between reads
+            big = b"z" * (pipe.PIECE + 10)
+            sent = 0
+            with contextlib.suppress(BlockingIOError):
+                while sent < len(big):
+                    sent += os.write(w, big[sent:])
+                    await anyio.sleep(0.01)
+            await anyio.sleep(0.05)
+            seen.append(pipe._registered)  # a piece held unread: the pipe rests
+            got = b""
+            while len(got) < sent:
+                got += await pipe.read()
+            seen.append(got == big[:sent])
+            os.close(w)
+            seen.append(await pipe.read())  # the end
+        seen.append(pipe._registered)
+        return seen
+
+    seen = anyio.run(main)
+    os.close(r)
+    assert seen == [
+        b"line 0\n",
+        True,
+        b"line 1\n",
+        True,
+        b"line 2\n",
+        True,
+        False,
+        True,
+        b"",
+        False,
+    ]

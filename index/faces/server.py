@@ -11,6 +11,7 @@ model as `ToolError` text it can act on.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.metadata
 import io
@@ -342,42 +343,39 @@ class _CappedLines:
         os.set_blocking(fd, False)
         pending = bytearray()
         skipped: list[Any] | None = None  # [bytes so far, head] of a line over the cap
-        while True:
-            try:
-                chunk = os.read(fd, self._PIECE)
-            except BlockingIOError:
-                await anyio.wait_readable(fd)
-                continue
-            if not chunk:  # the end; a last line may have no newline
-                if skipped is not None:
-                    await self.refuse(skipped[0], skipped[1])
-                elif pending:
-                    yield pending.decode("utf-8", "replace")
-                return
-            start = 0
-            while start < len(chunk):
-                end = chunk.find(b"\n", start)
-                whole = end >= 0
-                stop = end + 1 if whole else len(chunk)
-                if skipped is not None:
-                    skipped[0] += stop - start
-                else:
-                    pending += chunk[start:stop]
-                    if len(pending) - whole > self.cap:
-                        skipped = [len(pending), bytes(pending[:4096])]
+        with _PipeReader(fd) as pipe:
+            while True:
+                chunk = await pipe.read()
+                if not chunk:  # the end; a last line may have no newline
+                    if skipped is not None:
+                        await self.refuse(skipped[0], skipped[1])
+                    elif pending:
+                        yield pending.decode("utf-8", "replace")
+                    return
+                start = 0
+                while start < len(chunk):
+                    end = chunk.find(b"\n", start)
+                    whole = end >= 0
+                    stop = end + 1 if whole else len(chunk)
+                    if skipped is not None:
+                        skipped[0] += stop - start
+                    else:
+                        pending += chunk[start:stop]
+                        if len(pending) - whole > self.cap:
+                            skipped = [len(pending), bytes(pending[:4096])]
+                            pending.clear()
+                    start = stop
+                    if not whole:
+                        break
+                    if skipped is not None:
+                        size, head = skipped
+                        skipped = None
+                        await self.refuse(size, head)
+                    else:
+                        line = pending.decode("utf-8", "replace")
                         pending.clear()
-                start = stop
-                if not whole:
-                    break
-                if skipped is not None:
-                    size, head = skipped
-                    skipped = None
-                    await self.refuse(size, head)
-                else:
-                    line = pending.decode("utf-8", "replace")
-                    pending.clear()
-                    if self.take is None or not self.take(line):
-                        yield line
+                        if self.take is None or not self.take(line):
+                            yield line
 
     async def _lines(self) -> AsyncIterator[str]:
         buffered = io.BufferedReader(self.stream, self._PIECE)
@@ -396,6 +394,90 @@ class _CappedLines:
                 await self.refuse(size, head)
                 continue
             yield line.decode("utf-8", "replace")
+
+
+class _PipeReader:
+    """The bytes of a non-blocking pipe, read by an event-loop callback as they arrive.
+
+    The pipe is registered with the loop once for the whole session, not once per wait
+    (`anyio.wait_readable` adds and removes its reader each time: two epoll_ctl calls and a
+    loop turn for every line a client sends). The callback reads what is there, so the pipe
+    never stays readable behind the loop's back (epoll is level-triggered); it stops reading
+    while `PIECE` bytes wait unread, and starts again when they are taken. Off asyncio,
+    `read` waits with `anyio.wait_readable`.
+    """
+
+    PIECE = 1024 * 1024
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # another backend than asyncio
+            self._loop = None
+        self._held: list[bytes] = []
+        self._size = 0
+        self._end = False
+        self._error: OSError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._registered = False
+
+    def __enter__(self) -> _PipeReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._pause()
+
+    async def read(self) -> bytes:
+        """The bytes that arrived since the last read (at least one), or b"" at the end."""
+        if self._loop is None:
+            while True:
+                try:
+                    return os.read(self.fd, self.PIECE)
+                except BlockingIOError:
+                    await anyio.wait_readable(self.fd)
+        while not self._held and not self._end:
+            self._resume()
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        data = b"".join(self._held) if len(self._held) > 1 else self._held[0] if self._held else b""
+        self._held.clear()
+        self._size = 0
+        return data
+
+    def _resume(self) -> None:
+        if not self._registered and not self._end and self._loop is not None:
+            self._loop.add_reader(self.fd, self._ready)
+            self._registered = True
+
+    def _pause(self) -> None:
+        if self._registered and self._loop is not None:
+            self._loop.remove_reader(self.fd)
+            self._registered = False
+
+    def _ready(self) -> None:
+        try:
+            chunk = os.read(self.fd, self.PIECE)
+        except BlockingIOError:
+            return
+        except OSError as exc:  # raised by the next read, as a read would have raised it
+            self._error, chunk = exc, b""
+        if chunk:
+            self._held.append(chunk)
+            self._size += len(chunk)
+            if self._size >= self.PIECE:
+                self._pause()  # a consumer that does not keep up: the pipe holds the rest
+        else:
+            self._end = True
+            self._pause()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
 
 def _pollable(fd: int) -> bool:
