@@ -189,14 +189,22 @@ def test_progress_activation_and_restarts_hold_on_the_fast_path(tmp_path: Path) 
 
 
 def test_a_call_the_client_cancels_leaves_the_session_working(tmp_path: Path) -> None:
-    async def main() -> tuple[bool, str]:
+    async def main() -> tuple[bool, str, list[Any]]:
         async with Client(served(tmp_path, {"u": hostile("hang")})) as client:
             await client.call_tool("tool_activate", {"names": ["work", "echo"]})
             with anyio.move_on_after(0.5) as scope:
                 await client.call_tool("work", {})
             after = text_of(await client.call_tool("echo", {"text": "alive"}))
-        return scope.cancelled_caught, after
+            heard: list[Any] = []
+            for _ in range(20):  # told at once, not at the 3 s bound (which tells it too)
+                heard = json.loads(text_of(await client.call_tool("echo", {"text": "cancelled?"})))
+                if heard:
+                    break
+                await anyio.sleep(0.05)
+        return scope.cancelled_caught, after, heard
 
-    cancelled, after = anyio.run(main)
+    cancelled, after, heard = anyio.run(main)
     assert cancelled
     assert after == "alive"
+    assert len(heard) == 1, "the upstream was not told the call was cancelled"
+    assert str(heard[0]).startswith("leanreplay-"), "the upstream heard of another request"
