@@ -1,6 +1,8 @@
 """The gateway's JSON lines (`_wire.loads`, `_wire.dumps`) read and write what the json module
 does: msgspec does the work, and whatever it refuses the json module decides. The oracle here
-is the json module itself, on generated values and on generated text that is mostly not JSON."""
+is the json module itself, on generated values and on generated text that is mostly not JSON.
+A forwarded result the gateway passes as plain without its pydantic model is one the model of
+the connection's version takes (the oracle: the model)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from mcp_types.methods import SERVER_RESULTS
 
 from leanreplay.index.faces._wire import dumps, loads, no_constants
+from leanreplay.index.faces.gateway import _plain_result, _result_shape
 
 json_values = st.recursive(
     st.none()
@@ -115,3 +119,39 @@ def test_a_lone_surrogate_is_written_escaped() -> None:
 def test_deep_nesting_is_read_or_refused_as_the_json_module_does(depth: int) -> None:
     text = "[" * depth + "]" * depth
     assert agree(ours(text), reference(text))
+
+
+# A tool result as an upstream may write it: mostly the plain text shape, sometimes not.
+_texts = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "image"]), "text": st.text() | json_values}
+)
+_items = _texts | st.dictionaries(st.sampled_from(["type", "text", "data", "x"]), json_values)
+results = st.fixed_dictionaries(
+    {"content": st.lists(_items, max_size=3) | json_values},
+    optional={
+        "isError": st.booleans() | json_values,
+        "structuredContent": st.dictionaries(st.text(), json_values) | json_values,
+        "resultType": st.just("complete"),
+        "_meta": st.dictionaries(st.text(), json_values),
+        "extra": json_values,
+    },
+)
+
+
+@pytest.mark.parametrize("version", sorted(v for m, v in SERVER_RESULTS if m == "tools/call"))
+@given(result=results)
+def test_a_result_passed_as_plain_is_one_the_version_s_model_takes(
+    version: str, result: dict[str, Any]
+) -> None:
+    if _plain_result(result, version):
+        _result_shape(version).validate_python(result, by_name=False)
+
+
+@pytest.mark.parametrize("version", sorted(v for m, v in SERVER_RESULTS if m == "tools/call"))
+def test_the_plain_text_result_is_passed_without_the_model_where_the_model_takes_it(
+    version: str,
+) -> None:
+    plain = {"content": [{"type": "text", "text": "pong"}], "isError": False}
+    complete = {**plain, "resultType": "complete"}
+    taken = [_plain_result(r, version) for r in (plain, complete)]
+    assert taken == ([False, True] if version >= "2026-07-28" else [True, True])

@@ -359,7 +359,9 @@ class Upstream:
                     f"its result is of type {result.get('resultType')!r}, which the gateway "
                     "does not relay"
                 )
-            _result_shape(client.protocol_version).validate_python(result, by_name=False)
+            version = client.protocol_version
+            if not _plain_result(result, version):
+                _result_shape(version).validate_python(result, by_name=False)
             return result
         except TimeoutError:
             exc: Exception = MCPError(code=REQUEST_TIMEOUT, message="timed out")
@@ -398,6 +400,50 @@ def _result_shape(version: str) -> TypeAdapter[Any]:
     it has no shape for is not checked, as there)."""
     shape: Any = SERVER_RESULTS.get(("tools/call", version), dict[str, Any])
     return TypeAdapter(shape)
+
+
+_PLAIN_KEYS = frozenset({"content", "isError", "structuredContent", "resultType"})
+
+
+def _plain_result(result: dict[str, Any], version: str) -> bool:
+    """True for the commonest tool result, text content only, in a shape that the version's
+    own model is known to take (`_plain_taken`): checking it with pydantic was the largest
+    part of what the gateway did for a forwarded call. Anything else, or a False here, is
+    checked by the model."""
+    if not _PLAIN_KEYS.issuperset(result):
+        return False
+    content = result.get("content")
+    if type(content) is not list:
+        return False
+    for item in content:
+        if type(item) is not dict or len(item) != 2 or item.get("type") != "text":
+            return False
+        if type(item.get("text")) is not str:
+            return False
+    if type(result.get("isError", False)) is not bool:
+        return False
+    if type(result.get("structuredContent", {})) is not dict:
+        return False
+    return _plain_taken(version, "resultType" in result)
+
+
+@functools.cache
+def _plain_taken(version: str, result_type: bool) -> bool:
+    """Whether ``version``'s tools/call result model takes a plain result (text content,
+    ``isError``, ``structuredContent``) with ``resultType: "complete"`` or without it: the
+    plain shape is taken for all its values or for none, so one sample decides."""
+    sample: dict[str, Any] = {
+        "content": [{"type": "text", "text": ""}],
+        "isError": False,
+        "structuredContent": {},
+    }
+    if result_type:
+        sample["resultType"] = "complete"
+    try:
+        _result_shape(version).validate_python(sample, by_name=False)
+    except ValueError:  # pydantic's ValidationError
+        return False
+    return True
 
 
 async def _unchecked(name: str, result: CallToolResult) -> None:
