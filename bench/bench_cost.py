@@ -633,7 +633,7 @@ def _new_knobs(base: ReplayPolicy) -> list[tuple[str, ReplayPolicy]]:
             if cap != base.fresh_cap_chars and (cap is None or cap > keep):  # type: ignore[attr-defined]
                 out.append((f"fresh_cap_chars={cap}", replace(base, fresh_cap_chars=cap)))  # type: ignore[call-arg]
     if "min_request_chars" in fields:
-        for chars in (0, 20_000, 40_000, 80_000):
+        for chars in (0, 10_000, 15_000, 20_000, 25_000, 30_000, 40_000):
             if chars != base.min_request_chars:  # type: ignore[attr-defined]
                 label = f"min_request_chars={chars}"
                 out.append((label, replace(base, min_request_chars=chars)))  # type: ignore[call-arg]

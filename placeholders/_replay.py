@@ -79,7 +79,7 @@ DEFAULT_CACHE_TTL_S = 300.0
 # Code keeps a 2 KB preview of a big output, deepagents evicts results over 20k tokens).
 DEFAULT_FRESH_CAP_CHARS = 40_000
 DEFAULT_FRESH_KEEP_CHARS = 4_000  # what a cut result shows: its first and last 2,000 chars
-DEFAULT_MIN_REQUEST_CHARS = 0  # 20_000 makes tau-bench never dearer (README)
+DEFAULT_MIN_REQUEST_CHARS = 20_000  # bench_cost --sweep: tau-bench never dearer (README)
 PLACEHOLDER_MARKER = "[elided tool result]"
 INPUT_MARKER = "[elided tool input]"
 # In the text of an input that holds either placeholder (a replay of a replay), unless the
@@ -146,6 +146,9 @@ class ReplayPolicy:
             than this (as ``pressure_chars`` counts them) applies no stale elision: there
             the saving is too small to pay for one ``conversation_read`` round trip the
             model may need to read an original back. 0 always decides on the cache alone.
+            The default, 20,000 (about 5k tokens), is the one bench_cost's sweep chose on
+            the re-read-adjusted bill: smaller floors leave tau-bench's short airline
+            sessions dearer than no trimming.
     """
 
     min_chars: int = DEFAULT_MIN_CHARS

@@ -280,13 +280,15 @@ def write_conversation_with_pdf(path: Path, pdf: Path) -> None:
 
 
 def write_conversation(path: Path) -> None:
-    """An Anthropic-shape session: a big log read early, then two more user exchanges."""
+    """An Anthropic-shape session: a big log read early, then two more user exchanges. The
+    log is large enough (480 lines, 27,708 chars) that the default replay elides it: a
+    request under `ReplayPolicy.min_request_chars` (20,000) elides nothing."""
     import json
 
     log = "".join(
         f"2026-11-29T10:{i // 60:02d}:{i % 60:02d}Z worker-{i % 4} "
         f"{'ERROR disk quota exceeded on /var/data' if i % 17 == 0 else 'INFO request served in 3ms'}\n"
-        for i in range(160)
+        for i in range(480)
     )
     messages = [
         {"role": "user", "content": "Why did the nightly job fail? The log is in sample_files."},
@@ -308,7 +310,7 @@ def write_conversation(path: Path) -> None:
         },
         {
             "role": "assistant",
-            "content": "The job failed because the disk quota on /var/data ran out (10 ERROR lines).",
+            "content": "The job failed because the disk quota on /var/data ran out (29 ERROR lines).",
         },
         {"role": "user", "content": "Which workers hit it?"},
         {

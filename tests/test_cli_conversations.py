@@ -49,6 +49,20 @@ def test_replay_text_mode_shows_transcript_and_stats(tmp_path: Path) -> None:
     assert "1 placeholders" in out
 
 
+@pytest.mark.parametrize(("floor", "placeholders"), [("40000", 0), ("0", 1)], ids=str)
+def test_replay_min_request_chars_sets_the_request_floor(
+    tmp_path: Path, floor: str, placeholders: int
+) -> None:
+    """The sample's request is under 30,000 chars: under a 40,000-char floor it goes whole."""
+    assert run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"))[0] == 0
+    code, out = run(tmp_path, "replay", "conversation", "--min-request-chars", floor, "--json")
+    assert code == 0
+    stats = json.loads(out)["stats"]
+    assert 20_000 < stats["chars_in"] < 30_000
+    assert stats["placeholders"] == placeholders
+    assert (stats["chars_out"] == stats["chars_in"]) == (not placeholders)
+
+
 def test_replay_of_a_real_agent_loop_by_assistant_turns(tmp_path: Path, transcripts: Path) -> None:
     path = next(transcripts.rglob("*.traj.json"))
     args = ["--home", str(tmp_path / "home"), "replay", str(path), "--age-unit", "assistant_turn"]

@@ -31,6 +31,7 @@ from leanreplay.index._tools import SCHEMA_FORMATS, tools_of
 from leanreplay.index.store._home import check_home
 from leanreplay.placeholders import (
     DEFAULT_MIN_CHARS,
+    DEFAULT_MIN_REQUEST_CHARS,
     AgeUnit,
     PlaceholderError,
     ReplayPolicy,
@@ -352,6 +353,13 @@ def conversations(ctx: click.Context, as_json: bool) -> None:
     help="Recent exchanges (or turns) kept verbatim.",
 )
 @click.option(
+    "--min-request-chars",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MIN_REQUEST_CHARS,
+    show_default=True,
+    help="A request smaller than this is replayed whole (0: trim requests of any size).",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(LOG_FORMATS),
@@ -379,6 +387,7 @@ def replay_command(
     seed: bool,
     min_chars: int,
     keep: int | None,
+    min_request_chars: int,
     fmt: str,
     conversation_id: str | None,
     no_store: bool,
@@ -387,7 +396,7 @@ def replay_command(
     """Print the lean replay of TARGET (a stored conversation id, or a log file, which is
     stored first unless --no-store)."""
     base = ReplayPolicy.seed() if seed else ReplayPolicy(age_unit=cast(AgeUnit, age_unit))
-    options: dict[str, Any] = {"min_chars": min_chars}
+    options: dict[str, Any] = {"min_chars": min_chars, "min_request_chars": min_request_chars}
     if keep is not None:
         options[
             "keep_user_exchanges" if base.age_unit == "user_exchange" else "keep_assistant_turns"

@@ -130,11 +130,14 @@ def stale_batch() -> list[dict[str, Any]]:
 def test_the_store_s_append_times_tell_a_replay_its_cache_expired(tmp_path: Path) -> None:
     with Workspace(tmp_path, auto_fold=False) as ws:
         ws.extend("c", stale_batch())
-        assert ws.replay("c").placeholders == 0, "appended just now: the cache is warm"
+        any_size = ReplayPolicy(min_request_chars=0)  # the batch is 9,894 chars: no floor
+        assert ws.replay("c").placeholders == 0, "under the default's request floor"
+        assert ws.replay("c", any_size).placeholders == 0, "appended just now: the cache is warm"
         later = time.time() + 600
-        assert ws.replay("c", now=later).placeholders == 1
-        assert ws.replay("c", now=later, last_request_at=later - 10).placeholders == 0
-        policy = ReplayPolicy(cache_ttl_s=3600)
+        assert ws.replay("c", any_size, now=later).placeholders == 1
+        assert ws.replay("c", now=later).placeholders == 0, "expired, but under the floor"
+        assert ws.replay("c", any_size, now=later, last_request_at=later - 10).placeholders == 0
+        policy = ReplayPolicy(min_request_chars=0, cache_ttl_s=3600)
         assert ws.replay("c", policy, now=later).placeholders == 0
 
 

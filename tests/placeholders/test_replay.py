@@ -484,6 +484,25 @@ def test_a_request_under_min_request_chars_elides_nothing() -> None:
     assert assert_prefix_extensions(messages, small) >= 0
 
 
+@pytest.mark.parametrize(("result_chars", "stale"), [(4_900, 0), (5_100, 2)], ids=str)
+def test_the_default_replays_a_request_under_20_000_chars_whole(
+    result_chars: int, stale: int
+) -> None:
+    """The default floor (bench_cost's sweep chose it): even a request that finds the cache
+    expired, where every pending elision is free, is replayed whole under 20,000 chars."""
+    assert ReplayPolicy().min_request_chars == 20_000
+    messages = [user("do the task")]
+    for i in range(4):
+        messages += [oa_call((f"c{i}", "bash")), oa_result(f"c{i}", "y" * result_chars)]
+    messages = with_ids(messages)
+    size = sum(content_chars(m) for m in messages)
+    assert (size >= 20_000) == bool(stale)
+    times = {str(m["id"]): 0.0 for m in messages}
+    lean = replay(messages, conversation_id="c", times=times, now=10_000.0)  # expired
+    assert lean.placeholders == stale
+    assert (lean.messages == messages) == (not stale)
+
+
 @pytest.mark.parametrize("shape", ["openai", "anthropic"], ids=str)
 def test_stale_tool_inputs_become_placeholders_and_the_call_stays_valid(shape: str) -> None:
     big = "line\n" * 1000  # 5,000 chars
