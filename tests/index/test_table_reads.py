@@ -99,6 +99,8 @@ def test_a_middle_range_comes_back_with_its_total_and_the_next_call(
     assert result["rows"] == [expected_row(fmt, n) for n in (3, 4, 5)]
     assert result["total_rows"] == total_of(fmt)
     assert result["next"] == next_call(path, fmt, "6-8")
+    parquet = ["row 1 is the first record; the column names come from the schema"]
+    assert result["notes"] == (parquet if fmt == "parquet" else [])
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
