@@ -276,3 +276,16 @@ def test_a_dictionary_near_the_windows_end_is_read_by_the_careful_path() -> None
     # Fewer bytes after it than the fast path needs to tell a reference from a number.
     assert Parser(b"<</A 1 /B [2 0 R]>>").parse() == {"A": 1, "B": [Ref(2, 0)]}
     assert Parser(b" <</A (x)>> ").parse() == {"A": b"x"}
+
+
+def test_a_long_plain_array_ends_at_its_own_bracket() -> None:
+    # An array object of its own (the general parser's path, as for a /Kids array stored
+    # apart), with brackets before and after it in the window.
+    raw = b"[" + b" ".join(b"%d 0 R" % i for i in range(1, 100)) + b"]"
+    data = b"[1] " + raw + b" [2] ]"
+    parser = Parser(data, 4, at_eof=True)
+    value = parser.parse()
+    assert isinstance(value, PlainArray)
+    assert value.raw == raw
+    assert parser.pos == 4 + len(raw)
+    assert parser.parse() == [2]
