@@ -335,6 +335,7 @@ def test_a_header_longer_than_the_read_window_is_cut_not_refused(
 def test_the_last_line_without_a_newline_is_a_row(ws: Workspace, tmp_path: Path) -> None:
     (tmp_path / "root" / "end.csv").write_text("a,b\n1,2\n3")
     assert ws.table_read("end.csv", rows="3")["rows"] == [[3, "3"]]
+    assert ws.table_read("end.csv", rows="2-9")["rows"] == [[2, "1", "2"], [3, "3"]]
     with pytest.raises(InvalidArgumentError, match="^row 4 is past the end: the file has 3 rows$"):
         ws.table_read("end.csv", rows="4")
 
@@ -352,9 +353,9 @@ SCAN = 2 * 64 * 1024  # a scan bound of two read windows
 
 def fixed_lines(folder: Path, width: int, count: int) -> Path:
     """A CSV of ``count`` rows after its header, every line (the header too) ``width`` bytes
-    with its newline: the id, then padding (over MAX_CELL_CHARS)."""
-    lines = ["id,pad,".ljust(width - 1, "h")]
-    lines += [f"{i},".ljust(width - 1, "p") for i in range(1, count + 1)]
+    with its newline: the id, padding (over MAX_CELL_CHARS) and a tail "zz"."""
+    lines = ["id,pad,tail,".ljust(width - 1, "h")]
+    lines += [f"{i},".ljust(width - 4, "p") + ",zz" for i in range(1, count + 1)]
     path = folder / "fixed.csv"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -388,11 +389,12 @@ def test_a_read_past_the_scan_bound_stops_at_the_last_whole_line_with_a_note(
         assert [r[0] for r in result["rows"]] == list(range(2, 2 + len(result["rows"])))
         # Up to the last line that ends within the bound: a line the bound cuts is no row
         # (its cells would be cut short).
-        narrow = ws.table_read(path.name, rows="2-300", columns=["id"])
-        assert narrow["rows"] == [[n, str(n - 1)] for n in range(2, 2 + whole)], width
+        narrow = ws.table_read(path.name, rows="2-300", columns=["id", "tail"])
+        assert narrow["rows"] == [[n, str(n - 1), "zz"] for n in range(2, 2 + whole)], width
         assert narrow["notes"] == notes
         assert narrow["next"] == (
-            f'table_read(path="{path}", rows="{2 + whole}-{1 + whole + 200}", columns=["id"])'
+            f'table_read(path="{path}", rows="{2 + whole}-{1 + whole + 200}", '
+            'columns=["id", "tail"])'
         )
 
 
