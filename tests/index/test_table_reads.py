@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -608,3 +609,20 @@ def test_a_sheets_whole_numbers_are_integers_in_sql_up_to_2_to_the_53(
         ["BIGINT", "DOUBLE", "DOUBLE", "DOUBLE", 120, -edge, -past, 1.5],
     ]
     assert [type(v) for v in result["rows"][0][4:]] == [int, float, float, float]
+
+
+def test_typed_cells_are_shown_as_json_values(ws: Workspace, tmp_path: Path) -> None:
+    path = tmp_path / "root" / "typed.parquet"
+    con = duckdb.connect()
+    con.execute(
+        "COPY (SELECT DATE '2024-01-05' AS d, TIMESTAMP '2024-01-05 10:30:00' AS ts, "
+        "TIME '10:30:00' AS t, INTERVAL 90 MINUTE AS iv, 12.50::DECIMAL(6,2) AS dec, "
+        "'\\x00\\xff'::BLOB AS b, true AS flag, NULL::INTEGER AS n, 'x' AS s) "
+        f"TO '{path}' (FORMAT parquet)"
+    )
+    con.close()
+    cells = ["2024-01-05", "2024-01-05T10:30:00", "10:30:00", "1:30:00", "12.50", "00ff", True]
+    cells += [None, "x"]
+    assert ws.table_read(path.name)["rows"] == [[1, *cells]]
+    assert ws.table_query(path.name, "SELECT * FROM t")["rows"] == [cells]
+    json.dumps(ws.table_read(path.name))
