@@ -115,6 +115,8 @@ def test_every_dictionary_of_the_samples_and_generated_files_reads_the_same() ->
         b"<< /A 1 0 Rx >>",
         b"<< /A [1.2.3] >>",
         b"<< /A [(a]b)] >>",
+        b"<< /A [1 X] >>",  # a keyword the simple syntax does not know, last in the array
+        b"<< /A [%c\n" + b" 1 0 R" * 60 + b"] >>",  # a long array, plain but for its comment
         b"<< /A {1} >>",
         b"<< /A 1 ",
         b"<< /A 1 >",
@@ -173,6 +175,17 @@ def test_a_long_plain_array_stays_lazy() -> None:
     assert found is not None
     assert found[0]["Kids"] == PlainArray(kids)
     assert general(data, 0) == (typed(found[0]), found[1])
+
+
+@pytest.mark.parametrize("inside", [255, 256, 257], ids=str)
+def test_an_array_becomes_lazy_past_256_bytes_as_in_the_general_parser(inside: int) -> None:
+    items = b" ".join(b"%d 0 R" % i for i in range(100))[: inside - 1].rstrip(b" 0123456789")
+    kids = b"[" + items.ljust(inside, b" ") + b"]"  # ``inside`` bytes between the brackets
+    data = b"<< /Kids " + kids + b">>"
+    assert check(data, 0)
+    found = simple_dict(data, 0)
+    assert found is not None
+    assert isinstance(found[0]["Kids"], PlainArray) is (inside + 1 > 256)
 
 
 TOKENS = [
