@@ -362,3 +362,14 @@ def test_a_missing_column_names_the_first_50_of_the_header(ws: Workspace) -> Non
 def test_a_header_keeps_its_trailing_spaces_but_not_its_cr(ws: Workspace) -> None:
     (root(ws) / "spaced.csv").write_bytes(b"a,b \r\n1,2\r\n")
     assert ws.table_read("spaced.csv")["columns"] == ["row", "a", "b "]
+
+
+@pytest.mark.usefixtures("builders_waited_for")
+def test_a_text_table_of_exactly_copy_min_bytes_gets_its_copy(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name, _ = big_csv(ws, 40)
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", (root(ws) / name).stat().st_size)
+    assert ws.table_query(name, "SELECT count(*) FROM t")["rows"] == [[40]]
+    wait_for_copy(Path(ws.home) / "tables")
+    assert ws.table_query(name, "SELECT max(id) FROM t")["rows"] == [[39]]
