@@ -116,7 +116,7 @@ def test_every_dictionary_of_the_samples_and_generated_files_reads_the_same() ->
         b"<< /A [1.2.3] >>",
         b"<< /A [(a]b)] >>",
         b"<< /A [1 X] >>",  # a keyword the simple syntax does not know, last in the array
-        b"<< /A [%c\n" + b" 1 0 R" * 60 + b"] >>",  # a long array, plain but for its comment
+        b"<< /A [%\n" + b" 1 0 R" * 60 + b"] >>",  # a long array, plain but for its comment
         b"<< /A {1} >>",
         b"<< /A 1 ",
         b"<< /A 1 >",
