@@ -626,3 +626,39 @@ def test_typed_cells_are_shown_as_json_values(ws: Workspace, tmp_path: Path) -> 
     assert ws.table_read(path.name)["rows"] == [[1, *cells]]
     assert ws.table_query(path.name, "SELECT * FROM t")["rows"] == [cells]
     json.dumps(ws.table_read(path.name))
+
+
+def test_a_query_that_fails_says_why_and_names_the_columns(ws: Workspace, tmp_path: Path) -> None:
+    header = [f"c{i}" for i in range(60)]
+    write_table(tmp_path / "root", "csv", header, [[str(i) for i in range(60)]])
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_query("data.csv", "SELECT price FROM t")
+    head, _, columns = str(caught.value).partition("; the table is t with columns ")
+    assert head.startswith("query failed: ")
+    assert "price" in head  # DuckDB's own reason
+    assert columns == ", ".join(f'"{h}"' for h in header[:50])
+
+
+def test_a_table_duckdb_cannot_read_is_refused_with_its_reason(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    path = tmp_path / "root" / "junk.parquet"
+    path.write_bytes(b"PAR1" + b"\x00" * 100 + b"PAR1")
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_query(path.name, "SELECT count(*) FROM t")
+    head, _, reason = str(caught.value).partition(" cannot be read as a parquet table: ")
+    assert head == repr(str(path))
+    assert str(path) in reason
+
+
+def test_a_query_running_past_the_time_bound_is_stopped(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "MAX_QUERY_SECONDS", 1.0)
+    write_table(tmp_path / "root", "csv", ["n"], [[i] for i in range(3000)])
+    sql = "SELECT sum(a.n * b.n * c.n) FROM t AS a, t AS b, t AS c"  # 2.7e10 rows
+    with pytest.raises(InvalidArgumentError) as caught:
+        ws.table_query("data.csv", sql)
+    assert str(caught.value) == (
+        "the query ran over 1s and was stopped; aggregate or filter more (GROUP BY, WHERE, LIMIT)"
+    )
