@@ -73,5 +73,11 @@ def test_a_header_across_a_chunk_boundary_is_found_once(tmp_path: Path) -> None:
     expected = [(3, b"12 0 obj"), (25, b"13 0 obj")]
     for chunk in range(1, len(data) + 2):
         assert scanned(path, _SCAN_OBJ, 0, len(data), chunk) == expected, chunk
+    # A chunk starting at byte 1, after the first digit: "2 0 obj" there is no header.
+    path.write_bytes(b"12 0 obj")
+    for chunk in (1, 2):
+        assert scanned(path, _SCAN_OBJ, 0, 8, chunk) == [(0, b"12 0 obj")], chunk
+    assert scanned(path, _SCAN_OBJ, 1, 8, 4) == []
+    path.write_bytes(data)
     # From inside the first header's number: "2 0 obj" follows a digit, so it is no header.
     assert scanned(path, _SCAN_OBJ, 4, len(data), 5) == [(25, b"13 0 obj")]

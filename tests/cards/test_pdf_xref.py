@@ -356,3 +356,32 @@ def test_xref_stream_rows_that_end_in_newline_bytes_keep_them(tmp_path: Path, la
         assert [section.lookup(n) for n in (1, 2)] == [0x64, 0xC8]
     finally:
         os.close(fd)
+
+
+def _file_of(tmp_path: Path, data: bytes) -> _File:
+    path = tmp_path / "f.pdf"
+    path.write_bytes(data)
+    return _File(os.open(path, os.O_RDONLY), len(data))
+
+
+@pytest.mark.parametrize(
+    "data", [b"1 0 obj\n<< /Type /XRefX >>\nendobj\n", b"1 0 obj\n[1 2]\nendobj\n"], ids=str
+)
+def test_an_offset_without_an_xref_stream_says_so(tmp_path: Path, data: bytes) -> None:
+    file = _file_of(tmp_path, data)
+    try:
+        with pytest.raises(Broken, match="^offset 0 holds no xref stream$"):
+            _StreamSection.at(file, 0)
+    finally:
+        os.close(file.fd)
+
+
+@pytest.mark.parametrize("offset", [-1, 5, 6], ids=str)
+def test_a_read_outside_the_file_is_refused(tmp_path: Path, offset: int) -> None:
+    file = _file_of(tmp_path, b"%PDF-")
+    try:
+        with pytest.raises(Broken, match=f"^offset {offset} is outside the file \\(5 bytes\\)$"):
+            file.read(offset, 10)
+        assert file.read(4, 10) == b"-"  # the last byte, at most what is left
+    finally:
+        os.close(file.fd)
