@@ -365,7 +365,9 @@ def _file_of(tmp_path: Path, data: bytes) -> _File:
 
 
 @pytest.mark.parametrize(
-    "data", [b"1 0 obj\n<< /Type /XRefX >>\nendobj\n", b"1 0 obj\n[1 2]\nendobj\n"], ids=str
+    "data",
+    [b"1 0 obj\n<< /Type /XRefX >>\nendobj\n", b"1 0 obj\n[1 2]\nendobj\n"],
+    ids=["another-type", "no-stream"],  # no backslashes: mutmut passes ids back to pytest
 )
 def test_an_offset_without_an_xref_stream_says_so(tmp_path: Path, data: bytes) -> None:
     file = _file_of(tmp_path, data)
