@@ -5,6 +5,7 @@ document is rebuilt from whichever of a trailer, an xref stream or a catalog is 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,35 @@ def test_recovery_reads_a_trailer_with_no_blank_before_its_dictionary(tmp_path: 
     data = pdfgen.pdf_bytes(4, title="Tight").replace(b"trailer\n<<", b"trailer<<")
     facts = facts_of(tmp_path, _broken_index(data))
     assert (facts.pages, facts.title) == (4, "Tight")
+
+
+@pytest.mark.parametrize("at_size", [True, False], ids=["the-size", "zero"])
+def test_a_prev_is_inside_the_file_from_0_to_before_its_size(tmp_path: Path, at_size: bool) -> None:
+    data = pdfgen.pdf_bytes(3).replace(b"trailer\n<<", b"trailer\n<< /Prev XXXXXXXX", 1)
+    prev = len(data) if at_size else 0
+    facts = facts_of(tmp_path, data.replace(b"XXXXXXXX", b"%8d" % prev))
+    assert facts.pages == 3
+    outside = [w for w in facts.warnings if "points outside the file" in w]
+    assert outside == (
+        [
+            f"cross-reference index unusable (/Prev {prev} points outside the file); facts "
+            "recovered by scanning object headers"
+        ]
+        if at_size
+        else []
+    )
+
+
+@pytest.mark.parametrize("past", [0, 10], ids=["at-the-size", "past-it"])
+def test_an_xref_offset_outside_the_file_is_named(tmp_path: Path, past: int) -> None:
+    data = pdfgen.pdf_bytes(3)
+    entry = re.search(rb"(\d{10}) 00000 n", data)  # object 1, the catalog
+    assert entry is not None
+    at = len(data) + past
+    data = data[: entry.start()] + b"%010d" % at + data[entry.start() + 10 :]
+    facts = facts_of(tmp_path, data)
+    assert facts.pages == 3
+    assert facts.warnings == [
+        f"cross-reference index unusable (xref offset {at} of object 1 is outside the file); "
+        "facts recovered by scanning object headers"
+    ]
