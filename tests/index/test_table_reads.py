@@ -662,3 +662,31 @@ def test_a_query_running_past_the_time_bound_is_stopped(
     assert str(caught.value) == (
         "the query ran over 1s and was stopped; aggregate or filter more (GROUP BY, WHERE, LIMIT)"
     )
+
+
+def test_a_query_answer_fills_the_bound_exactly_and_says_so(ws: Workspace, tmp_path: Path) -> None:
+    # A 250-char column name and values of 250 chars: 159 rows fill the answer exactly.
+    write_table(tmp_path / "root", "csv", ["v"], [[f"{i:03d}" + "v" * 247] for i in range(300)])
+    name = "h" * 250
+    result = ws.table_query("data.csv", f'SELECT v AS "{name}" FROM t ORDER BY v')
+    assert result["columns"] == [name]
+    assert len(result["rows"]) == (MAX_ANSWER_CHARS - 250) // 250
+    assert result["notes"] == [
+        f"stopped at {MAX_ANSWER_CHARS:,} chars; aggregate or select fewer columns",
+        f"only the first {_tables.MAX_QUERY_ROWS} result rows are shown; add LIMIT/OFFSET or "
+        "aggregate",
+    ]
+
+
+def test_a_result_wider_than_an_answer_shows_the_columns_that_fit(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    header = [f"{i:03d}" + "n" * 497 for i in range(60)]
+    write_table(tmp_path / "root", "csv", header, [[str(i) for i in range(60)]])
+    result = ws.table_query("data.csv", "SELECT * FROM t")
+    fit = _tables.ROW_BUDGET // 500
+    assert result["columns"] == header[:fit]
+    assert result["notes"] == [
+        f"the result has 60 columns; the first {fit} fit in the answer and are shown: select "
+        "fewer columns"
+    ]
