@@ -690,3 +690,41 @@ def test_a_result_wider_than_an_answer_shows_the_columns_that_fit(
         f"the result has 60 columns; the first {fit} fit in the answer and are shown: select "
         "fewer columns"
     ]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx"])
+def test_a_query_answer_is_the_whole_record(ws: Workspace, tmp_path: Path, fmt: str) -> None:
+    path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    sql = "SELECT id, city FROM t WHERE id <= 2 ORDER BY id"
+    expected: dict[str, Any] = {"path": str(path), "format": fmt}
+    if fmt == "xlsx":
+        expected["sheet"] = "Data"
+    expected |= {
+        "sql": sql,
+        "columns": ["id", "city"],
+        "rows": [[1, "city 1"], [2, "city 2"]],
+        "truncated": False,
+        "notes": [],
+    }
+    assert ws.table_query(path.name, sql) == expected
+    assert ws.table_query(path.name, "SELECT * FROM t LIMIT 200")["notes"] == []
+
+
+def test_a_result_row_wider_than_an_answer_is_cut_and_ends_the_answer(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    width = 2 * _tables.ROW_BUDGET // _tables.MAX_CELL_CHARS
+    header = [f"c{i:02d}" for i in range(width)]
+    exact = ["x" * (_tables.ROW_BUDGET // width)] * width  # exactly ROW_BUDGET chars
+    wide = ["y" * _tables.MAX_CELL_CHARS] * width
+    write_table(tmp_path / "root", "csv", ["k", *header], [["1", *exact], ["2", *wide]])
+    shown = ws.table_query("data.csv", f"SELECT {', '.join(header)} FROM t WHERE k = 1")
+    assert (shown["rows"], shown["notes"]) == ([exact], [])
+    result = ws.table_query("data.csv", f"SELECT {', '.join(header)} FROM t ORDER BY k DESC")
+    fit = _tables.ROW_BUDGET // _tables.MAX_CELL_CHARS
+    assert result["rows"] == [wide[:fit]]  # and the row after it is not taken
+    assert result["notes"] == [
+        f"a result row holds more text than an answer: its first {fit} values are shown; "
+        "select fewer columns"
+    ]
+    assert result["truncated"] is True
