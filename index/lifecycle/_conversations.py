@@ -219,9 +219,9 @@ class Conversations:
         last_request_at: float | None = None,
     ) -> ReplayResult:
         self.wait_for_folds(cid)  # a fold behind an append lands before its replay
-        fold = self.store.fold(cid)
-        messages, fold = self._view(cid, fold)
-        times = self.store.times(cid, after_seq=fold.through_seq if fold else 0)
+        stored = self.store.fold(cid)
+        messages, fold = self._view(cid, stored)
+        times = self._times(cid, stored, fold)
         expired = self.auto_fold and cache_expired(
             messages, policy, times=times, now=now, last_request_at=last_request_at
         )
@@ -240,6 +240,20 @@ class Conversations:
         if snapshot:
             self._snapshot(cid, result.messages, result, budget_tokens)
         return result
+
+    def _times(
+        self, cid: str, stored: FoldRecord | None, view: FoldRecord | None
+    ) -> dict[str, float]:
+        """The append times of what `_view` shows: the messages after the ``stored`` fold and
+        the leading system messages before it (``view``, the fold renumbered to the view, has
+        their count as its ``through_seq``). Reading every row's time made a folded replay
+        linear in the conversation's length."""
+        if stored is None or view is None:
+            return self.store.times(cid)
+        times = self.store.times(cid, after_seq=stored.through_seq)
+        if view.through_seq:
+            times.update(self.store.times(cid, before_seq=view.through_seq + 1))
+        return times
 
     def _view(
         self, cid: str, fold: FoldRecord | None

@@ -329,12 +329,15 @@ class StoreReads:
         )
         return [int(r[0]) for r in rows]
 
-    def times(self, conversation_id: str, *, after_seq: int = 0) -> dict[str, float]:
-        """When each message after ``after_seq`` was appended (unix seconds), by message id;
-        the rows stored before times were kept are left out."""
+    def times(
+        self, conversation_id: str, *, after_seq: int = 0, before_seq: int | None = None
+    ) -> dict[str, float]:
+        """When each message after ``after_seq`` (and before ``before_seq``) was appended (unix
+        seconds), by message id; the rows stored before times were kept are left out."""
         rows = self._q(
-            "SELECT id, at FROM messages WHERE conversation_id=? AND seq>? AND at IS NOT NULL",
-            (conversation_id, after_seq),
+            "SELECT id, at FROM messages WHERE conversation_id=? AND seq>? AND seq<? "
+            "AND at IS NOT NULL",
+            (conversation_id, after_seq, self._max_seq if before_seq is None else before_seq),
         )
         return {str(mid): float(at) for mid, at in rows}
 

@@ -315,10 +315,12 @@ def test_replay_of_a_folded_conversation_reads_only_the_system_messages_and_the_
         assert ws.fold("c").folded
         before = ws.replay("c")
         through = ws.fold_state("c")["summarized_through_message"]  # type: ignore[index]
-    # Damage every folded-away row: a replay that read them would fail to parse them.
+    # Damage every folded-away row, its body and its append time: a replay that read them
+    # would fail to parse them.
     with closing(sqlite3.connect(tmp_path / "store.sqlite3")) as db, db:
         db.execute(
-            "UPDATE messages SET body='{broken' WHERE conversation_id='c' AND seq>? AND seq<=?",
+            "UPDATE messages SET body='{broken', at='broken' "
+            "WHERE conversation_id='c' AND seq>? AND seq<=?",
             (system, through),
         )
     with Workspace(tmp_path, fold_policy=SMALL, auto_fold=False) as ws:
