@@ -8,6 +8,9 @@ one process at a time, never trusted blindly.
   tantivy writer shared by threads drops documents ("Already borrowed").
 - Commits are explicit; a failed batch is rolled back, never half-committed. Searchers are
   reloaded after each commit so a process reads its own writes.
+- Damage is sought at open: every segment file's own checksum (the CRC32 in the footer
+  Tantivy writes; it checks them only when asked, and tantivy-py cannot ask) is verified,
+  since random bytes in a posting or fast field can answer wrong hits without an error.
 - Damage found later (random bytes in a segment make tantivy raise ``ValueError`` or panic:
   pyo3's ``PanicException`` is a ``BaseException``) never escapes a tool call: `recover`
   deletes the index, lets its owner derive it again and retries once.
@@ -15,11 +18,14 @@ one process at a time, never trusted blindly.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -35,6 +41,7 @@ __all__ = [
     "WRITER_WAIT_S",
     "DerivedIndex",
     "build_query",
+    "check_footers",
     "is_index_failure",
     "query_text",
     "search_with_snippets",
@@ -78,6 +85,57 @@ def _io_error(what: str, exc: ValueError) -> StoreError:
     return StoreError(f"{what}: an I/O error in the home; check its disk and permissions")
 
 
+_FOOTER_MAGIC = 1337  # the last 4 bytes of every file Tantivy writes through its directory
+_SEGMENT_FILES = ("fast", "fieldnorm", "idx", "pos", "store", "term")
+_CRC_CHUNK = 1 << 20
+
+
+def check_footers(directory: str) -> None:
+    """Verify the checksum in the footer of every file of the index's committed segments:
+    the CRC32 of the file's body, then the footer (JSON), its length and the magic number.
+
+    Raises:
+        ValueError: a file whose footer is missing or whose body does not match it.
+    """
+    with open(os.path.join(directory, "meta.json"), "rb") as f:
+        meta = json.load(f)
+    for segment in meta.get("segments", []):
+        name = str(segment["segment_id"]).replace("-", "")
+        for ext in _SEGMENT_FILES:
+            path = os.path.join(directory, f"{name}.{ext}")
+            try:
+                _check_footer(path)
+            except FileNotFoundError:
+                continue  # a field kind this schema does not write, or merged away meanwhile
+
+
+def _check_footer(path: str) -> None:
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 8:
+            raise ValueError(f"{path}: no footer")
+        f.seek(size - 8)
+        length, magic = struct.unpack("<II", f.read(8))
+        if magic != _FOOTER_MAGIC or length > size - 8:
+            raise ValueError(f"{path}: no footer")
+        body = size - 8 - length
+        f.seek(body)
+        try:
+            expected = json.loads(f.read(length))["crc"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"{path}: a damaged footer") from None
+        f.seek(0)
+        crc, left = 0, body
+        while left:
+            chunk = f.read(min(_CRC_CHUNK, left))
+            if not chunk:
+                raise ValueError(f"{path}: shorter than its footer says")
+            crc = zlib.crc32(chunk, crc)
+            left -= len(chunk)
+    if crc != expected:
+        raise ValueError(f"{path}: its checksum does not match (the file is damaged)")
+
+
 class DerivedIndex:
     def __init__(
         self,
@@ -111,6 +169,7 @@ class DerivedIndex:
                     raise ValueError("index format is not compatible with this tantivy")
                 index = tantivy.Index(schema, path=self.directory, reuse=True)
                 index.searcher()  # fails on corrupt segment metadata
+                check_footers(self.directory)
                 return index
             except BaseException as exc:
                 if not is_index_failure(exc):  # a damaged segment can panic right here

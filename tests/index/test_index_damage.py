@@ -127,3 +127,20 @@ def test_a_store_restored_from_a_backup_rebuilds_the_message_index(tmp_path: Pat
         for hit in hits:
             text = ws.conversation_read("c1", hit["message_id"])["content"]
             assert text.startswith("arrived")
+
+
+def test_a_sound_index_is_kept_when_it_opens_again(
+    tmp_path: Path, pristine: tuple[Path, list[tuple[object, ...]]]
+) -> None:
+    # The checksums verified at open must pass on an index as Tantivy wrote it: a false alarm
+    # would rebuild the index at every open (new segment files each time).
+    base, expected = pristine
+    home = tmp_path / "home"
+    shutil.copytree(base, home)
+    folder = home / "index" / f"messages-v{MESSAGES_VERSION}"
+    before = sorted(p.name for p in folder.iterdir())
+    assert any(name.endswith(".fast") for name in before)
+    for _ in range(2):
+        with Workspace(home) as ws:
+            assert _hits(ws.conversation_search("budget word21")) == expected
+        assert sorted(p.name for p in folder.iterdir()) == before
