@@ -99,12 +99,17 @@ def _header(cells: list[str]) -> list[str]:
     return [c[:MAX_HEADER_CHARS] for c in cells[:MAX_HEADER_COLUMNS]]
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
 def csv_facts(fd: int, size: int, fmt: str, codec: str) -> dict[str, Any]:
     """``delimiter``, ``columns`` and ``header`` (the first row) of a CSV or TSV file."""
     head = os.pread(fd, min(size, CSV_HEAD_BYTES), 0)
     text = head.decode(codec, "replace").lstrip("\ufeff")
     delimiter = sniff_delimiter(text, fmt)
-    first = text.split("\n", 1)[0].rstrip("\r") if "\n" in text or size <= len(head) else ""
+    # A line ends at LF, CRLF or a lone CR (old Mac files): csv.reader refuses a CR inside.
+    end = _LINE_END.search(text)
+    first = text[: end.start()] if end else text if size <= len(head) else ""
     cells = next(csv.reader([first], delimiter=delimiter), []) if first else []
     return {"delimiter": delimiter, "columns": len(cells), "header": _header(cells)}
 

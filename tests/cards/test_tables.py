@@ -54,17 +54,18 @@ _cell = st.text(
     header=st.lists(_cell, min_size=2, max_size=8),
     delimiter=st.sampled_from([",", ";", "|", "\t"]),
     rows=st.integers(min_value=1, max_value=5),
+    terminator=st.sampled_from(["\n", "\r\n", "\r"]),
 )
 def test_csv_header_and_delimiter_round_trip(
-    tmp_path: Path, header: list[str], delimiter: str, rows: int
+    tmp_path: Path, header: list[str], delimiter: str, rows: int, terminator: str
 ) -> None:
     buf = io.StringIO()
-    writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+    writer = csv.writer(buf, delimiter=delimiter, lineterminator=terminator)
     writer.writerow(header)
     for i in range(rows):
         writer.writerow([f"v{i}{j}" for j in range(len(header))])
     path = tmp_path / "data.csv"
-    path.write_text(buf.getvalue(), encoding="utf-8")
+    path.write_bytes(buf.getvalue().encode())  # the line endings as written
     facts = card_for(path).facts
     assert facts["table"] == "csv"
     assert facts["delimiter"] == delimiter
