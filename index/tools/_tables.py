@@ -599,6 +599,17 @@ def table_file(f: OpenFile) -> TableFile:
     return TableFile(f, fmt, str(facts.get("delimiter", ",")))
 
 
+_FORMAT_NAMES = {"csv": "CSV", "tsv": "TSV", "parquet": "Parquet"}
+
+
+def _no_sheets(table: TableFile) -> InvalidArgumentError:
+    """The refusal of a sheet of a table without sheets (one wording for both tools)."""
+    name = _FORMAT_NAMES.get(table.format, table.format)
+    return InvalidArgumentError(
+        f"{table.file.path!r} is a {name} file: it has no sheets; leave sheet out"
+    )
+
+
 def read_table(
     f: OpenFile,
     sheet: str | None,
@@ -612,13 +623,13 @@ def read_table(
     table = table_file(f)
     if table.format in ("csv", "tsv"):
         if sheet is not None:
-            raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
+            raise _no_sheets(table)
         with text_view(f, dirs.transcoded) as (text, shown):
             index = LineIndex(text, dirs.lines, shown_path=shown)
             return read_csv_rows(table, index, first, last, columns)
     if table.format == "parquet":
         if sheet is not None:
-            raise InvalidArgumentError(f"{f.path!r} is Parquet: it has no sheets")
+            raise _no_sheets(table)
         return read_parquet_rows(table, first, last, columns, os.path.join(dirs.tables, "scratch"))
     return read_sheet_rows(table, sheet, first, last, columns)
 
@@ -630,7 +641,7 @@ def query_table_file(f: OpenFile, sql: str, sheet: str | None, dirs: CacheDirs) 
     if table.format in ("xlsx", "ods"):
         return query_table(table, sql, dirs.tables, sheet=sheet)
     if sheet is not None:
-        raise InvalidArgumentError(f"{f.path!r} is {table.format}: it has no sheets")
+        raise _no_sheets(table)
     if table.format in ("csv", "tsv") and encoding_of(f) is not None:
         with text_view(f, dirs.transcoded) as (text, shown):
             copy = TableFile(text, table.format, table.delimiter)

@@ -546,18 +546,18 @@ def test_a_missing_column_names_the_header_and_how_many_more(
     assert str(caught.value) == f"no column 'nope'; the header row names: {shown}{suffix}"
 
 
-@pytest.mark.parametrize("fmt", ["csv", "tsv", "parquet"])
-def test_a_sheet_of_a_table_without_sheets_is_refused(
-    ws: Workspace, tmp_path: Path, fmt: str
+@pytest.mark.parametrize(("fmt", "name"), [("csv", "CSV"), ("tsv", "TSV"), ("parquet", "Parquet")])
+def test_a_sheet_of_a_table_without_sheets_is_refused_in_one_wording(
+    ws: Workspace, tmp_path: Path, fmt: str, name: str
 ) -> None:
     path = write_table(tmp_path / "root", fmt, HEADER, RECORDS)
+    expected = f"{str(path)!r} is a {name} file: it has no sheets; leave sheet out"
     with pytest.raises(InvalidArgumentError) as caught:
         ws.table_read(path.name, sheet="Data")
-    kind = "Parquet" if fmt == "parquet" else fmt
-    assert str(caught.value) == f"{str(path)!r} is {kind}: it has no sheets"
+    assert str(caught.value) == expected
     with pytest.raises(InvalidArgumentError) as caught:
         ws.table_query(path.name, "SELECT 1 FROM t", sheet="Data")
-    assert str(caught.value) == f"{str(path)!r} is {fmt}: it has no sheets"
+    assert str(caught.value) == expected
 
 
 def test_a_utf_16_table_is_read_and_named_by_its_own_path(ws: Workspace, tmp_path: Path) -> None:
