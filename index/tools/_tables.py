@@ -247,7 +247,7 @@ def read_csv_rows(
     fd, size = index.file.fd, index.file.size
     head = os.pread(fd, _WINDOW, 0)
     header_line = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
-    header = next(csv.reader([header_line.lstrip("\ufeff")], delimiter=table.delimiter), [])
+    header = next(csv.reader([header_line.removeprefix("\ufeff")], delimiter=table.delimiter), [])
     grid = _Grid(_pick(header, columns), header)
     start = _line_start(index, first)
     if start is None:
@@ -284,6 +284,8 @@ def read_csv_rows(
         # would be shown cut short); the next call starts with it.
         data = data[: data.rfind(b"\n") + 1]
     text = data.decode("utf-8", "replace")
+    if start == 0:
+        text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no part of row 1
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=table.delimiter)
     notes: list[str] = []
     line_before = 0

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from leanreplay.cards import xlsx_extent
+from leanreplay.cards import card_for, xlsx_extent
 from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
 from leanreplay.index._limits import MAX_ANSWER_CHARS
 from leanreplay.index.tools import _tables
@@ -558,6 +558,22 @@ def test_a_sheet_of_a_table_without_sheets_is_refused_in_one_wording(
     with pytest.raises(InvalidArgumentError) as caught:
         ws.table_query(path.name, "SELECT 1 FROM t", sheet="Data")
     assert str(caught.value) == expected
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16-le", "utf-16-be"])
+def test_a_byte_order_mark_is_in_no_cell_and_no_column_name(
+    ws: Workspace, tmp_path: Path, encoding: str
+) -> None:
+    path = tmp_path / "root" / "bom.csv"
+    path.write_bytes("\ufeffid,name\n1,x\n".encode(encoding))
+    result = ws.table_read(path.name)
+    assert (result["columns"], result["rows"]) == (
+        ["row", "id", "name"],
+        [[1, "id", "name"], [2, "1", "x"]],
+    )
+    assert ws.table_read(path.name, columns=["id"])["rows"] == [[1, "id"], [2, "1"]]
+    assert ws.table_query(path.name, "SELECT id FROM t")["columns"] == ["id"]
+    assert card_for(path).facts["header"] == ["id", "name"]
 
 
 def test_a_utf_16_table_is_read_and_named_by_its_own_path(ws: Workspace, tmp_path: Path) -> None:
