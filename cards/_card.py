@@ -252,7 +252,9 @@ def _build(fd: int, size: int, path: str, name: str, *, light: bool = False) -> 
         tools = ARCHIVE_TOOLS if more or mime == "application/zip" else ()
     table = table_format(name, mime, head)
     if table in ("csv", "tsv") and kind == "text":
-        facts.update(csv_facts(fd, size, table, text_codec(charset)))
+        more, more_notes = csv_facts(fd, size, table, text_codec(charset))
+        facts.update(more)
+        notes += more_notes
         tools = (*tools, *TABLE_TOOLS)
     elif table is not None and light:
         tools = TABLE_TOOLS

@@ -99,19 +99,44 @@ def _header(cells: list[str]) -> list[str]:
     return [c[:MAX_HEADER_CHARS] for c in cells[:MAX_HEADER_COLUMNS]]
 
 
-_LINE_END = re.compile(r"\r\n?|\n")
+_LONE_CR = re.compile(r"\r(?!\n|\Z)")
+_OLD_MAC_NOTE = (
+    "lines end with a lone CR (old Mac line ends): file_read and table_read number lines by "
+    "LF, so they see one line; table_query reads its records"
+)
 
 
-def csv_facts(fd: int, size: int, fmt: str, codec: str) -> dict[str, Any]:
-    """``delimiter``, ``columns`` and ``header`` (the first row) of a CSV or TSV file."""
+def csv_facts(fd: int, size: int, fmt: str, codec: str) -> tuple[dict[str, Any], list[str]]:
+    """``delimiter``, ``columns`` and ``header`` (the first row) of a CSV or TSV file.
+
+    The first row is the first line as table_read reads it: up to the first LF (a CR before
+    it ends it too; a lone CR is part of a cell). A head without LF but with CRs is an old Mac
+    file: its first row ends at the first CR, as table_query reads it, and a note says so."""
     head = os.pread(fd, min(size, CSV_HEAD_BYTES), 0)
-    text = head.decode(codec, "replace").lstrip("\ufeff")
+    text = head.decode(codec, "replace").removeprefix("\ufeff")
     delimiter = sniff_delimiter(text, fmt)
-    # A line ends at LF, CRLF or a lone CR (old Mac files): csv.reader refuses a CR inside.
-    end = _LINE_END.search(text)
-    first = text[: end.start()] if end else text if size <= len(head) else ""
-    cells = next(csv.reader([first], delimiter=delimiter), []) if first else []
-    return {"delimiter": delimiter, "columns": len(cells), "header": _header(cells)}
+    notes: list[str] = []
+    whole = size <= len(head)
+    body = text[:-1] if whole and text.endswith("\r") else text  # a last CR ends the line
+    end = text.find("\n")
+    if end < 0 and "\r" in body:
+        notes.append(_OLD_MAC_NOTE)
+        end = text.find("\r")
+    first = text[:end] if end >= 0 else text if whole else ""
+    first = first.removesuffix("\r")
+    cells = _cells(first, delimiter) if first else []
+    return {"delimiter": delimiter, "columns": len(cells), "header": _header(cells)}, notes
+
+
+def _cells(line: str, delimiter: str) -> list[str]:
+    """The cells of one line; the csv module would refuse a lone CR in an unquoted cell, so it
+    reads a mark that is not in the line in its place."""
+    if "\r" not in line:
+        return next(csv.reader([line], delimiter=delimiter), [])
+    present = set(line)
+    mark = next(chr(c) for c in range(0xE000, 0x110000) if chr(c) not in present)
+    cells = next(csv.reader([_LONE_CR.sub(mark, line)], delimiter=delimiter), [])
+    return [c.replace(mark, "\r") for c in cells]
 
 
 def _column_number(letters: str) -> int:

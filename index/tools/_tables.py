@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import threading
 import zipfile
 import zlib
@@ -236,6 +237,32 @@ def _line_start(index: LineIndex, line: int) -> int | None:
     return offset + 1
 
 
+# A CR that ends no line: one not before a LF, and not the file's last byte (where file_read
+# drops it as it drops the CR of a CRLF).
+_LONE_CR = re.compile(r"\r(?!\n|\Z)")
+
+
+def _hide_lone_crs(text: str) -> tuple[str, str | None]:
+    """``text`` with each lone CR replaced by a mark that is nowhere in it, and the mark (None
+    when there is no lone CR). Rows are lines that end at LF, as file_read numbers them; the
+    csv module would end a line at a lone CR too (or refuse one in an unquoted field), so it
+    reads the mark, and each cell gets its CRs back."""
+    if "\r" not in text or _LONE_CR.search(text) is None:
+        return text, None
+    mark = "\ue000"
+    if mark in text:
+        present = set(text)
+        mark = next(chr(c) for c in range(0xE000, 0x110000) if chr(c) not in present)
+    return _LONE_CR.sub(mark, text), mark
+
+
+def _csv_cells(line: str, delimiter: str) -> list[str]:
+    """The cells of one line (no LF in it), its lone CRs kept."""
+    text, mark = _hide_lone_crs(line)
+    cells = next(csv.reader([text], delimiter=delimiter), [])
+    return cells if mark is None else [c.replace(mark, "\r") for c in cells]
+
+
 def read_csv_rows(
     table: TableFile,
     index: LineIndex,
@@ -246,8 +273,14 @@ def read_csv_rows(
     """Rows ``first``..``last`` of a CSV/TSV file, numbered by line (row 1 is the header)."""
     fd, size = index.file.fd, index.file.size
     head = os.pread(fd, _WINDOW, 0)
-    header_line = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
-    header = next(csv.reader([header_line.removeprefix("\ufeff")], delimiter=table.delimiter), [])
+    if b"\n" not in head and b"\r" in (head[:-1] if len(head) == size else head):
+        raise WrongFileTypeError(
+            f"{index.shown_path!r} ends its lines with a lone CR (old Mac line ends), and "
+            "table_read numbers rows by the LF-ended lines that file_read shows: read its "
+            "records with table_query (the table is t)"
+        )
+    header_line = head.split(b"\n", 1)[0].removesuffix(b"\r").decode("utf-8", "replace")
+    header = _csv_cells(header_line.removeprefix("\ufeff"), table.delimiter)
     grid = _Grid(_pick(header, columns), header)
     start = _line_start(index, first)
     if start is None:
@@ -286,11 +319,14 @@ def read_csv_rows(
     text = data.decode("utf-8", "replace")
     if start == 0:
         text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no part of row 1
+    text, mark = _hide_lone_crs(text)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=table.delimiter)
     notes: list[str] = []
     line_before = 0
     try:
         for cells in reader:
+            if mark is not None:
+                cells = [c.replace(mark, "\r") for c in cells]
             number = first + line_before
             line_before = reader.line_num
             if number > last or not grid.add(number, cells):

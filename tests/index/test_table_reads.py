@@ -560,6 +560,49 @@ def test_a_sheet_of_a_table_without_sheets_is_refused_in_one_wording(
     assert str(caught.value) == expected
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_lone_cr_inside_a_line_is_a_character_of_its_row(
+    ws: Workspace, tmp_path: Path, end: str
+) -> None:
+    path = tmp_path / "root" / "cr.csv"
+    lines = ["a\rb,c", "1,2\r3", '4,"x\ry"', "5,6"]
+    path.write_bytes((end.join(lines) + end).encode())
+    result = ws.table_read(path.name)
+    assert result["columns"] == ["row", "a\rb", "c"]
+    assert result["rows"] == [[1, "a\rb", "c"], [2, "1", "2\r3"], [3, "4", "x\ry"], [4, "5", "6"]]
+    assert result["total_rows"] == 4 == ws.file_read(path.name)["total_lines"]
+    assert result["next"] is None
+    assert ws.table_read(path.name, rows="3")["rows"] == [[3, "4", "x\ry"]]
+    card = card_for(path)
+    assert (card.facts["lines"], card.facts["header"], card.warnings) == (4, ["a\rb", "c"], ())
+
+
+def test_an_old_mac_file_is_refused_by_table_read_and_read_by_table_query(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    path = tmp_path / "root" / "mac.csv"
+    path.write_bytes(b"a,b\r1,2\r3,4\r")
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_read(path.name)
+    assert str(caught.value) == (
+        f"{str(path)!r} ends its lines with a lone CR (old Mac line ends), and table_read "
+        "numbers rows by the LF-ended lines that file_read shows: read its records with "
+        "table_query (the table is t)"
+    )
+    assert ws.table_query(path.name, "SELECT * FROM t")["rows"] == [[1, 2], [3, 4]]
+    card = card_for(path)
+    assert card.facts["lines"] == 1 == ws.file_read(path.name)["total_lines"]
+    assert card.facts["header"] == ["a", "b"]
+    assert card.warnings == (
+        "lines end with a lone CR (old Mac line ends): file_read and table_read number lines "
+        "by LF, so they see one line; table_query reads its records",
+    )
+    # One line ended by a CR at the very end is no old Mac file: file_read drops that CR.
+    path.write_bytes(b"a,b\r")
+    assert ws.table_read(path.name)["rows"] == [[1, "a", "b"]]
+    assert card_for(path).warnings == ()
+
+
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16-le", "utf-16-be"])
 def test_a_byte_order_mark_is_in_no_cell_and_no_column_name(
     ws: Workspace, tmp_path: Path, encoding: str
