@@ -1,7 +1,8 @@
 """The stdio transport over pipes, waited on by the event loop: lines as the thread-read
 transport gives them (pieces joined, an oversized line refused with its size, a last line
 without a newline), and writes larger than a pipe holds come out whole. The pipe's reader stays
-registered with the event loop across waits, and is dropped while nobody waits."""
+registered with the event loop across waits, and is dropped while nobody waits. Off asyncio,
+the server refuses to start with an error that says so."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ import contextlib
 import os
 import threading
 import time
+from pathlib import Path
 
 import anyio
+import pytest
 
-from leanreplay.index.faces.server import _CappedLines, _PipeReader, _PolledWriter
+from leanreplay.index import Workspace
+from leanreplay.index.faces.server import (
+    _CappedLines,
+    _PipeReader,
+    _PolledWriter,
+    build_server,
+)
 
 PIECES = [
     b'{"a": 1}\n{"b":',
@@ -149,3 +158,17 @@ def test_the_pipe_is_registered_once_and_rests_while_a_piece_waits_unread() -> N
         b"",
         False,
     ]
+
+
+def test_the_stdio_server_off_asyncio_says_it_needs_asyncio_and_leaves_stdin_alone(
+    tmp_path: Path,
+) -> None:
+    # trio is not installed: a coroutine stepped with no event loop running is what asyncio
+    # sees under another backend.
+    before = os.fstat(0)
+    with Workspace(tmp_path / "home", [tmp_path]) as ws:
+        serving = build_server(ws).run_stdio_async()
+        with pytest.raises(RuntimeError, match=r"runs on asyncio only .* anyio\.run"):
+            serving.send(None)
+    after = os.fstat(0)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)

@@ -758,20 +758,17 @@ class _FastPath:
     def __init__(
         self, server: GatewayServer, write: Callable[[bytes], Awaitable[None]], tasks: TaskGroup
     ) -> None:
-        self.server, self.write, self.tasks = server, write, tasks
+        self.server, self.write = server, write
         self.era: str | None = None  # "modern" or "legacy", as the client's first request says
         self.open = False  # legacy: once the client has sent notifications/initialized
         self.calls: dict[str | int, Callable[[], object]] = {}  # the client's id -> its cancel
         self._stamp = server._lowlevel_server.server_info_stamp
-        # On asyncio each call is a plain task, ended with the session by `_end_with_session`:
-        # an anyio task and its cancel scope cost a fifth of the gateway's time per call.
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:  # another backend than asyncio
-            self._loop = None
+        # Each call is a plain asyncio task (`run_stdio_async` runs on asyncio only), ended
+        # with the session by `_end_with_session`: an anyio task and its cancel scope cost a
+        # fifth of the gateway's time per call.
+        self._loop = asyncio.get_running_loop()
         self._running: set[asyncio.Task[None]] = set()
-        if self._loop is not None:
-            tasks.start_soon(self._end_with_session)
+        tasks.start_soon(self._end_with_session)
 
     def take(self, line: str) -> bool:
         try:
@@ -795,9 +792,6 @@ class _FastPath:
         plan = self._plan(message)
         if plan is None:
             return False
-        if self._loop is None:
-            self.tasks.start_soon(self._scoped, *plan)
-            return True
         rid = plan[0]
         task = self._loop.create_task(self._forward(*plan))
         self.calls[rid] = task.cancel  # now: a cancel that comes before the task runs finds it
@@ -827,14 +821,6 @@ class _FastPath:
                 # Each tells its upstream it was cancelled, within CANCEL_WRITE_S.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
                     await asyncio.wait(running)
-
-    async def _scoped(self, rid: str | int, *plan: Any) -> None:
-        with anyio.CancelScope() as scope:
-            self.calls[rid] = scope.cancel
-            try:
-                await self._forward(rid, *plan)
-            finally:
-                del self.calls[rid]
 
     def _watch(self, line: str) -> None:
         """Follow the SDK's era decision: the first request opens a 2026-07-28 session when it

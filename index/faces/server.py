@@ -248,7 +248,19 @@ class WorkspaceServer(MCPServer):
         The SDK's own transport reads a whole line however long (a 500 MB frame costs
         gigabytes); here an oversized frame is skipped in pieces and answered with a JSON-RPC
         error for its id, and the session goes on.
+
+        Raises:
+            RuntimeError: not run on asyncio (anyio's default backend): the pipes are waited
+                on by asyncio's event loop.
         """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "the stdio server runs on asyncio only (its pipes are waited on by asyncio's "
+                "event loop); run it with anyio.run(server.run_stdio_async), whose default "
+                "backend is asyncio, not on trio"
+            ) from None
         wire = os.dup(0)
         # Like the SDK: fd 0 reads nothing, so no child process or handler eats the wire.
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -403,18 +415,14 @@ class _PipeReader:
     (`anyio.wait_readable` adds and removes its reader each time: two epoll_ctl calls and a
     loop turn for every line a client sends). The callback reads what is there, so the pipe
     never stays readable behind the loop's back (epoll is level-triggered); it stops reading
-    while `PIECE` bytes wait unread, and starts again when they are taken. Off asyncio,
-    `read` waits with `anyio.wait_readable`.
+    while `PIECE` bytes wait unread, and starts again when they are taken.
     """
 
     PIECE = 1024 * 1024
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:  # another backend than asyncio
-            self._loop = None
+        self._loop = asyncio.get_running_loop()
         self._held: list[bytes] = []
         self._size = 0
         self._end = False
@@ -430,12 +438,6 @@ class _PipeReader:
 
     async def read(self) -> bytes:
         """The bytes that arrived since the last read (at least one), or b"" at the end."""
-        if self._loop is None:
-            while True:
-                try:
-                    return os.read(self.fd, self.PIECE)
-                except BlockingIOError:
-                    await anyio.wait_readable(self.fd)
         while not self._held and not self._end:
             self._resume()
             self._waiter = self._loop.create_future()
@@ -452,12 +454,12 @@ class _PipeReader:
         return data
 
     def _resume(self) -> None:
-        if not self._registered and not self._end and self._loop is not None:
+        if not self._registered and not self._end:
             self._loop.add_reader(self.fd, self._ready)
             self._registered = True
 
     def _pause(self) -> None:
-        if self._registered and self._loop is not None:
+        if self._registered:
             self._loop.remove_reader(self.fd)
             self._registered = False
 
