@@ -35,7 +35,7 @@ from .._errors import BusyError
 from .._locks import file_lock
 from ..store._protocol import StoreProtocol
 from ..store._store import StoredMessage
-from ..store._text import MAX_INDEXED_CHARS, message_text
+from ..store._text import MAX_INDEXED_CHARS, message_text, search_hit
 from ._ranking import top_hits
 from ._tantivy import DerivedIndex, build_query, snippet_text
 
@@ -231,17 +231,7 @@ class MessageIndex:
             text, tools = _searchable(body)
             text = _SURROGATE.sub("\ufffd", text)
             snippet = snippet_text(generator, tantivy.Document(text=text), text, SNIPPET_CHARS)
-            hits.append(
-                {
-                    "conversation_id": cid,
-                    "message_id": mid,
-                    "seq": int(seq),
-                    "role": role,
-                    "tools": tools or None,
-                    "score": round(score, 4),
-                    "snippet": snippet,
-                }
-            )
+            hits.append(search_hit(cid, mid, seq, role, tools, score, snippet))
         return hits
 
 

@@ -14,7 +14,7 @@ import json
 from typing import Any, Protocol
 
 from .._errors import InvalidArgumentError
-from ..store._text import message_text
+from ..store._text import message_text, search_hit
 from ..store._tsearch import SEARCH_CONFIG, websearch_text
 
 __all__ = ["PgMessageSearch"]
@@ -81,15 +81,6 @@ class PgMessageSearch:
         hits = []
         for cid, mid, seq, role, body, score, snippet in rows:
             _, tools = message_text(json.loads(body))
-            hits.append(
-                {
-                    "conversation_id": cid,
-                    "message_id": mid,
-                    "seq": int(seq),
-                    "role": role,
-                    "tools": tools or None,
-                    "score": round(float(score), 4),
-                    "snippet": " ".join(str(snippet).split())[:SNIPPET_CHARS],
-                }
-            )
+            text = " ".join(str(snippet).split())[:SNIPPET_CHARS]
+            hits.append(search_hit(cid, mid, seq, role, tools, score, text))
         return hits

@@ -1,5 +1,6 @@
 """The searchable text of a stored message, in any provider shape: what both search engines
-index (Tantivy over the embedded store, PostgreSQL's full-text search over a shared one)."""
+index (Tantivy over the embedded store, PostgreSQL's full-text search over a shared one), and
+the hit both answer with."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from leanreplay.placeholders import (
     tool_calls,
 )
 
-__all__ = ["MAX_INDEXED_CHARS", "message_text"]
+__all__ = ["MAX_INDEXED_CHARS", "message_text", "search_hit"]
 
 MAX_INDEXED_CHARS = 1_000_000  # per message
 
@@ -50,3 +51,25 @@ def message_text(message: Mapping[str, Any]) -> tuple[str, str]:
             parts.append(function["arguments"])
     tools = " ".join(name for _, name in tool_calls(message))
     return "\n".join(parts)[:MAX_INDEXED_CHARS], tools
+
+
+def search_hit(
+    conversation_id: str,
+    message_id: str,
+    seq: int,
+    role: str,
+    tools: str,
+    score: float,
+    snippet: str,
+) -> dict[str, Any]:
+    """One conversation_search hit: ``tools`` (as `message_text` gives them) None when the
+    message calls none, the score to four places."""
+    return {
+        "conversation_id": conversation_id,
+        "message_id": message_id,
+        "seq": int(seq),
+        "role": role,
+        "tools": tools or None,
+        "score": round(float(score), 4),
+        "snippet": snippet,
+    }
