@@ -535,12 +535,6 @@ class PgStore(StoreReads):
                 existing.add(candidate)
         return candidate
 
-    def message_rows(
-        self, *, after_rowid: int = 0, limit: int = 5000
-    ) -> list[tuple[int, str, int, str, str, str]]:
-        rows = self._rows_after(after_rowid, limit)
-        return [(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
-
     def bodies_after(
         self, *, after_rowid: int = 0, limit: int = 5000
     ) -> list[tuple[int, str, str]]:

@@ -182,7 +182,7 @@ def encode_message(message: Mapping[str, Any]) -> str:
 
 class StoreReads:
     """The reads both stores make, each statement written once (see `_sql.render`): a
-    store gives its paramstyle, ``_read``, ``message_rows``, and how its SQL differs."""
+    store gives its paramstyle, ``_read``, and how its SQL differs."""
 
     paramstyle = "qmark"
     _order_id = "id"  # ORDER BY this for ids in the order of their UTF-8 bytes
@@ -196,16 +196,24 @@ class StoreReads:
         """Rows of ``sql`` (written with ``?``) in this store's paramstyle."""
         return self._read(render(sql, self.paramstyle), args)
 
+    def _message_rows(
+        self, where: str, args: tuple[Any, ...]
+    ) -> list[tuple[int, str, int, str, str, str]]:
+        """(rowid, conversation_id, seq, id, role, body) of the messages ``where`` (the SQL
+        after WHERE, with ``?`` for each of ``args``) selects."""
+        rows = self._q(
+            f"SELECT {self._row}, conversation_id, seq, id, role, body FROM messages WHERE {where}",
+            args,
+        )
+        return [(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
+
     def message_rows(
         self, *, after_rowid: int = 0, limit: int = 5000
     ) -> list[tuple[int, str, int, str, str, str]]:
-        raise NotImplementedError
-
-    def _rows_after(self, after: int, limit: int) -> list[tuple[Any, ...]]:
-        return self._q(
-            f"SELECT {self._row}, conversation_id, seq, id, role, body FROM messages "
-            f"WHERE {self._row}>? ORDER BY {self._row} LIMIT ?",
-            (after, limit),
+        """`all_messages` as plain (rowid, conversation_id, seq, id, role, body) tuples, in
+        insertion order."""
+        return self._message_rows(
+            f"{self._row}>? ORDER BY {self._row} LIMIT ?", (after_rowid, limit)
         )
 
     def bodies_after(
@@ -225,12 +233,7 @@ class StoreReads:
         a search index that keeps only rows reads back for its hits."""
         if not rowids:
             return []
-        rows = self._q(
-            f"SELECT {self._row}, conversation_id, seq, id, role, body FROM messages "
-            f"WHERE {self._row} IN ({','.join('?' * len(rowids))})",
-            tuple(rowids),
-        )
-        return [(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
+        return self._message_rows(f"{self._row} IN ({','.join('?' * len(rowids))})", tuple(rowids))
 
     def exists(self, conversation_id: str) -> bool:
         return bool(self._q("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
@@ -769,13 +772,6 @@ class Store(StoreReads):
             n += 1
             candidate = f"{wanted}-{n}"
         return candidate
-
-    def message_rows(
-        self, *, after_rowid: int = 0, limit: int = 5000
-    ) -> list[tuple[int, str, int, str, str, str]]:
-        """`all_messages` as plain (rowid, conversation_id, seq, id, role, body) tuples: the
-        search index reads a million of them, and a frozen dataclass each costs seconds."""
-        return cast(list[tuple[int, str, int, str, str, str]], self._rows_after(after_rowid, limit))
 
     # folds
 

@@ -134,6 +134,33 @@ def test_allowlist_hides_other_conversations(store_url: str | None, tmp_path: Pa
             limited.conversation_read("secret", "m1")
 
 
+def test_message_rows_and_rows_at_read_the_same_typed_rows(
+    store_url: str | None, tmp_path: Path
+) -> None:
+    with Workspace(tmp_path, store=store_url) as ws:
+        for cid, text in (("a", "one"), ("b", "two"), ("a", "three")):
+            ws.append(cid, user(text))
+        store = ws._store
+        rows = store.message_rows()
+        assert [(cid, seq, mid, role) for _, cid, seq, mid, role, _ in rows] == [
+            ("a", 1, "m1", "user"),
+            ("b", 1, "m1", "user"),
+            ("a", 2, "m2", "user"),
+        ]
+        assert [json.loads(body)["content"] for *_, body in rows] == ["one", "two", "three"]
+        assert all(type(r[0]) is int and type(r[2]) is int for r in rows)
+        rowids = [r[0] for r in rows]
+        assert rowids == sorted(set(rowids))  # insertion order
+        assert store.message_rows(after_rowid=rowids[0], limit=1) == rows[1:2]
+        assert store.message_rows(after_rowid=rowids[-1]) == []
+        # Rows the store does not hold are left out.
+        assert sorted(store.rows_at([rowids[2], rowids[0], rowids[-1] + 1000])) == [
+            rows[0],
+            rows[2],
+        ]
+        assert store.rows_at([]) == []
+
+
 def test_conversation_read_of_one_result_among_several(
     store_url: str | None, tmp_path: Path
 ) -> None:
