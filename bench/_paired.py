@@ -121,12 +121,18 @@ class Paired:
     load_before: list[float] = field(default_factory=load)
     reset: AllocatorReset | None = None  # run before each timed call, when it can run
 
-    def pair(self, i: int, ours: Callable[[], object], peer: Callable[[], object]) -> None:
-        """Pair ``i``: ours first when ``i`` is even, the peer first when it is odd."""
+    def pair(
+        self, i: int, ours: Callable[[], object], peer: Callable[[], object], *, timed: bool = True
+    ) -> None:
+        """Pair ``i``: ours first when ``i`` is even, the peer first when it is odd; an untimed
+        pair runs the same calls and records nothing."""
         reset = self.reset.call if self.reset is not None else None
         for side in (peer, ours) if i % 2 else (ours, peer):
             if reset is not None:
                 reset()
+            if not timed:
+                side()
+                continue
             (self.ours if side is ours else self.peer).append(measure(side))
 
     def run(
@@ -178,13 +184,19 @@ def interleave(
     peer: Callable[[], object],
     runs: int,
     resets: Mapping[str, AllocatorReset | None],
+    *,
+    block: int = 25,
 ) -> dict[str, Paired]:
-    """``runs`` pairs under each reset (None: none), the variants taking turns pair by pair so
-    that a change in the machine's load falls on all of them alike."""
+    """``runs`` pairs under each reset (None: none). The variants take turns ``block`` pairs
+    at a time, so that a change in the machine's load falls on all of them alike; each turn
+    starts with one pair left untimed, which washes out what the variant before left in the
+    heap (after ``malloc_trim``, the pages the kernel took back)."""
     paired = {name: Paired(reset=reset) for name, reset in resets.items()}
-    for i in range(runs):
+    for start in range(0, runs, block):
         for one in paired.values():
-            one.pair(i, ours, peer)
+            one.pair(start, ours, peer, timed=False)
+            for i in range(start, min(start + block, runs)):
+                one.pair(i, ours, peer)
     return paired
 
 

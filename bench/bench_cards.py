@@ -5,7 +5,8 @@ object-stream and linearized variants (qpdf, when installed). For each file: med
 our probe (`cards.pdf_facts`), the whole card (`cards.card_for`), pypdf `len(reader.pages)`,
 pypdf's trailer `/Root/Pages/Count`, pypdfium2 `len(PdfDocument)`, and `pdfinfo` as a process;
 our probe and pypdfium2 also run interleaved, 300 pairs, for the medians of the paired ratios
-(wall and CPU), in three variants that take turns pair by pair (bench/_paired.py): ``raw``, the
+(wall and CPU), in three variants that take turns 25 pairs at a time, each turn opened by an
+untimed pair that washes out the variant before (bench/_paired.py): ``raw``, the
 calls back to back; ``malloc_trim``, glibc's ``malloc_trim(0)`` before each timed call; and
 ``settle``, one 32 KiB malloc before each timed call, which makes glibc do then the
 consolidation and sorting it defers from the frees of the call before (without it each side's
@@ -124,7 +125,7 @@ def bench_file(path: Path, quick: bool) -> dict[str, Any]:
     assert pdfium() == PAGES
     row: dict[str, Any] = {"bytes": path.stat().st_size}
     # The floor's pairs: our probe and PDFium's, interleaved call by call, raw and with the
-    # heap settled before each call; the three variants take turns pair by pair.
+    # heap settled before each call; the three variants take turns 25 pairs at a time.
     ours()
     pdfium()
     resets = allocator_resets()
