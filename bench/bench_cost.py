@@ -32,6 +32,8 @@ defaults and the OpenAI Agents SDK ``ToolOutputTrimmer`` defaults. Tokens are ch
     python bench/bench_cost.py               # the table and the floors (JSON)
     python bench/bench_cost.py --ttl 3600    # the 1-hour cache
     python bench/bench_cost.py --sweep       # also the default's knobs, on the adjusted bill
+    python bench/bench_cost.py --strategies none --points fresh_cap_chars=20_000,default
+                                             # only those sweep points (and the baseline)
 """
 
 from __future__ import annotations
@@ -586,10 +588,21 @@ def floors(corpora: dict[str, Any]) -> dict[str, Any]:
     return {"all_met": all(checks.values()), "checks": checks}
 
 
+def _point(label: str) -> str:
+    """A sweep label as --points compares it: ``fresh_cap_chars=20_000`` is ``...=20000``."""
+    name, _, value = label.strip().partition("=")
+    return f"{name}={value.replace('_', '').replace(',', '')}" if value else name
+
+
 def sweep(
-    data: dict[str, list[Conversation]], ttl: float, base: ReplayPolicy, nones: dict[str, Any]
+    data: dict[str, list[Conversation]],
+    ttl: float,
+    base: ReplayPolicy,
+    nones: dict[str, Any],
+    points: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The default's knobs, one at a time, on the three bills (the ingested default)."""
+    """The default's knobs, one at a time, on the three bills (the ingested default); with
+    ``points``, only the variants of those labels (``default``, ``fresh_cap_chars=20_000``)."""
     variants: dict[str, ReplayPolicy] = {"default": base}
     for k in (2, 3, 4):
         if k != base.keep_assistant_turns:
@@ -605,6 +618,12 @@ def sweep(
     )
     for name, value in _new_knobs(base):
         variants[name] = value
+    if points is not None:
+        wanted = [_point(p) for p in points]
+        unknown = [p for p in wanted if p not in {_point(label) for label in variants}]
+        if unknown:
+            raise SystemExit(f"no sweep point {', '.join(unknown)}; known: {', '.join(variants)}")
+        variants = {k: v for k, v in variants.items() if _point(k) in wanted}
     out: dict[str, Any] = {}
     for label, policy in variants.items():
         strategy = strategies(policy)["default"]
@@ -629,9 +648,14 @@ def _new_knobs(base: ReplayPolicy) -> list[tuple[str, ReplayPolicy]]:
     fields = getattr(base, "__dataclass_fields__", {})
     if "fresh_cap_chars" in fields:
         keep = getattr(base, "fresh_keep_chars", 0)
-        for cap in (20_000, 50_000, 100_000, None):
+        caps = (10_000, 12_500, 15_000, 20_000, 25_000, 30_000, 40_000, 50_000, 100_000, None)
+        for cap in caps:
             if cap != base.fresh_cap_chars and (cap is None or cap > keep):  # type: ignore[attr-defined]
                 out.append((f"fresh_cap_chars={cap}", replace(base, fresh_cap_chars=cap)))  # type: ignore[call-arg]
+        cap_of = base.fresh_cap_chars  # type: ignore[attr-defined]
+        for chars in (1_000, 2_000, 4_000, 8_000):
+            if chars != keep and (cap_of is None or chars < cap_of):
+                out.append((f"fresh_keep_chars={chars}", replace(base, fresh_keep_chars=chars)))  # type: ignore[call-arg]
     if "min_request_chars" in fields:
         for chars in (0, 10_000, 15_000, 20_000, 25_000, 30_000, 40_000):
             if chars != base.min_request_chars:  # type: ignore[attr-defined]
@@ -658,6 +682,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ttl", type=float, default=300.0, help="cache TTL in seconds")
     parser.add_argument("--sweep", action="store_true", help="also sweep the default's knobs")
+    parser.add_argument(
+        "--points",
+        help="comma-separated sweep points to run instead of all (implies --sweep), e.g. "
+        "default,fresh_cap_chars=20_000,fresh_cap_chars=None",
+    )
     parser.add_argument("--only", help="one corpus (claude-code, mini-swe-agent, tau-bench)")
     parser.add_argument(
         "--strategies", help="comma-separated strategies for the table (default: all)"
@@ -706,8 +735,11 @@ def main() -> None:
         }
     if not args.only and not args.strategies:
         report["floors"] = floors(report["corpora"])
-    if args.sweep:
-        report["sweep"] = sweep(data, args.ttl, default, nones)
+    if args.points and args.only:
+        parser.error("--points sweeps all three corpora; leave out --only")
+    if args.sweep or args.points:
+        points = args.points.split(",") if args.points else None
+        report["sweep"] = sweep(data, args.ttl, default, nones, points)
     after = resource.getrusage(resource.RUSAGE_SELF)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["cpu_seconds"] = round(after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime, 1)
