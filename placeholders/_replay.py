@@ -75,9 +75,13 @@ DEFAULT_PREVIEW_SHAPE: tuple[str, ...] = ("head",)
 # A provider's prompt cache lives 5 minutes from its last use (Anthropic's default TTL; the
 # 1-hour TTL costs twice the write price): a request after a longer gap rewrites it anyway.
 DEFAULT_CACHE_TTL_S = 300.0
-# Provisional: a fresh result over this is cut to its ends at once (about 10k tokens; Claude
-# Code keeps a 2 KB preview of a big output, deepagents evicts results over 20k tokens).
-DEFAULT_FRESH_CAP_CHARS = 40_000
+# A fresh result over this (about 5k tokens) is cut to its ends at once. bench_cost --sweep
+# chose it on the re-read-adjusted bill: Claude Code -35.1% against -34.1% at 40,000 or
+# None, mini-swe-agent and tau-bench unchanged from 12,500 up (README). 15,000 bills 0.6
+# points less through one 17,660-char Read that was never read back, but Reads of 13,950 and
+# 13,963 chars were: cut at 12,500, they cost 16 round trips (-31.6%), so the cap keeps a
+# margin above them.
+DEFAULT_FRESH_CAP_CHARS = 20_000
 DEFAULT_FRESH_KEEP_CHARS = 4_000  # what a cut result shows: its first and last 2,000 chars
 DEFAULT_MIN_REQUEST_CHARS = 20_000  # bench_cost --sweep: tau-bench never dearer (README)
 PLACEHOLDER_MARKER = "[elided tool result]"
@@ -140,7 +144,9 @@ class ReplayPolicy:
             replaced by its first and last ``fresh_keep_chars // 2`` chars and the exact
             ``conversation_read`` call that returns the rest (a string result: the call's
             ``offset`` is where the shown head ends). None never cuts. The in-turn
-            compactor stays the emergency net for everything else.
+            compactor stays the emergency net for everything else. The default, 20,000
+            (about 5k tokens), is the one bench_cost's sweep chose on the re-read-adjusted
+            bill, with a margin above the results the model read back when cut.
         fresh_keep_chars: what a cut result keeps of the original, head and tail together.
         min_request_chars: with cache-aware timing, a request that would carry fewer chars
             than this (as ``pressure_chars`` counts them) applies no stale elision: there

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from leanreplay.index.faces._render import progress_bar
 from leanreplay.index.faces.cli import cli
+from leanreplay.placeholders import CUT_MARKER, PLACEHOLDER_MARKER
 from tests.conftest import SAMPLES
 from tests.placeholders.test_replay import parse_call
 
@@ -49,18 +50,24 @@ def test_replay_text_mode_shows_transcript_and_stats(tmp_path: Path) -> None:
     assert "1 placeholders" in out
 
 
-@pytest.mark.parametrize(("floor", "placeholders"), [("40000", 0), ("0", 1)], ids=str)
+@pytest.mark.parametrize(
+    ("floor", "shown"), [("40000", CUT_MARKER), ("0", PLACEHOLDER_MARKER)], ids=str
+)
 def test_replay_min_request_chars_sets_the_request_floor(
-    tmp_path: Path, floor: str, placeholders: int
+    tmp_path: Path, floor: str, shown: str
 ) -> None:
-    """The sample's request is under 30,000 chars: under a 40,000-char floor it goes whole."""
+    """The sample's request is under 30,000 chars: under a 40,000-char floor nothing stale is
+    elided, so its 27,708-char log, over the 20,000-char cap for a fresh result, is only cut
+    to its ends; with no floor the stale log becomes a placeholder."""
     assert run(tmp_path, "ingest", str(SAMPLES / "conversation.jsonl"))[0] == 0
     code, out = run(tmp_path, "replay", "conversation", "--min-request-chars", floor, "--json")
     assert code == 0
-    stats = json.loads(out)["stats"]
+    data = json.loads(out)
+    stats = data["stats"]
     assert 20_000 < stats["chars_in"] < 30_000
-    assert stats["placeholders"] == placeholders
-    assert (stats["chars_out"] == stats["chars_in"]) == (not placeholders)
+    assert data["messages"][2]["content"][0]["content"].startswith(shown)
+    assert stats["placeholders"] == 1
+    assert stats["chars_out"] < stats["chars_in"]
 
 
 def test_replay_of_a_real_agent_loop_by_assistant_turns(tmp_path: Path, transcripts: Path) -> None:

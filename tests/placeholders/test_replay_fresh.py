@@ -48,7 +48,7 @@ def test_a_fresh_giant_result_is_cut_to_its_ends_and_the_call_for_the_rest() -> 
     assert text.startswith(CUT_MARKER)
     header, _, body = text.partition("\n")
     assert f"({len(BIG):,} chars, 12,000 lines)" in header
-    assert "over the 40,000-char cap for a fresh result" in header
+    assert "over the 20,000-char cap for a fresh result" in header
     assert body.startswith(BIG[:2000])
     assert body.endswith(BIG[-2000:])
     assert f"[... {len(BIG) - 4000:,} chars not shown ...]" in body
@@ -79,6 +79,24 @@ def test_the_cap_and_the_kept_ends_are_the_policy_s() -> None:
             fresh(BIG), conversation_id="c", policy=off or ReplayPolicy(fresh_cap_chars=None)
         )
         assert kept.messages[2]["content"] == BIG
+
+
+@pytest.mark.parametrize(("chars", "cut"), [(20_000, False), (20_001, True)], ids=str)
+def test_the_default_cap_is_20_000_chars(chars: int, cut: bool) -> None:
+    """The default cap (bench_cost's sweep chose it): a fresh result of 20,000 chars goes
+    whole, one char more is cut to its first and last 2,000."""
+    assert ReplayPolicy().fresh_cap_chars == 20_000
+    text = BIG[:chars]
+    result = replay(fresh(text), conversation_id="c")
+    shown = result.messages[2]["content"]
+    assert (shown == text) == (not cut)
+    assert shown.startswith(CUT_MARKER) == cut
+    assert result.placeholders == int(cut)
+    if cut:
+        parsed = parse_cut(shown)
+        assert parsed is not None
+        assert (parsed.size, parsed.head, parsed.tail) == (chars, text[:2000], text[-2000:])
+        assert result.elided_chars == chars - 4000
 
 
 def test_text_blocks_are_cut_images_are_left_to_the_compactor() -> None:

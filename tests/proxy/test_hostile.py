@@ -252,7 +252,10 @@ OVERFLOW = Failure(
 
 def test_a_context_overflow_is_compacted_and_retried_exactly_once(proxy: Proxy) -> None:
     proxy.upstream.push(OVERFLOW, answer("fits now"))
-    messages = history(4, big="word " * 8000)
+    # Results just under the 20,000-char fresh cap reach the upstream whole: the overflow's
+    # compaction is what truncates them.
+    big = "word " * 3999
+    messages = history(4, big=big)
     response = post(proxy, body(messages))
     assert response.json()["content"][0]["text"] == "fits now"
     first, second = proxy.upstream.requests
@@ -275,7 +278,7 @@ def test_a_context_overflow_is_compacted_and_retried_exactly_once(proxy: Proxy) 
     assert "prompt is too long" in response.json()["error"]["message"]
     assert len(proxy.upstream.requests) == 4
     (cid,) = proxy.workspace().conversations()
-    assert proxy.workspace().messages(cid)[2]["content"][0]["content"] == "word " * 8000
+    assert proxy.workspace().messages(cid)[2]["content"][0]["content"] == big
 
 
 def test_off_loopback_every_request_needs_the_proxys_token(
