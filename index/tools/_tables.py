@@ -9,6 +9,7 @@ one file, and only a single SELECT statement accepted.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import datetime
@@ -42,7 +43,7 @@ from ._duck import (
     sniffed_reader,
 )
 from ._kinds import CacheDirs, card_fact, text_view
-from ._lines import LineIndex
+from ._lines import CHUNK, LineIndex, _nth
 from ._paths import OpenFile, fingerprint
 from ._transcode import encoding_of
 
@@ -65,11 +66,13 @@ MAX_CELL_CHARS = 500  # a longer cell is cut with a marker
 MAX_QUERY_ROWS = 200  # result rows per table_query call
 MAX_QUERY_SECONDS = 60.0  # a query running longer is interrupted
 MAX_CSV_SCAN_BYTES = 8 * 1024 * 1024  # bytes read for one table_read of a CSV
+MAX_RECORD_SCAN_BYTES = 64 * 1024 * 1024  # bytes scanned for the end of one CSV record
 ROW_BUDGET = MAX_ANSWER_CHARS // 2  # the header, and a row on its own, at most this much text
 MAX_SHEET_CELLS = 20_000_000  # the range a workbook sheet's cells may span (held densely)
 MAX_SHEET_BYTES = 512 * 1024 * 1024  # a sheet's inflated XML, and its shared strings
 MAX_SHEET_CELL_BYTES = 4 * 1024 * 1024  # one cell's text (Excel's own limit is 32,767 chars)
-_WINDOW = 64 * 1024
+_WINDOW = 64 * 1024  # the head read for a CSV's header
+_ROWS_CHUNK = 64 * 1024  # bytes of a CSV's rows read at a time
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,11 @@ def _result(
     columns: Sequence[str] | None,
     sheet: str | None = None,
     notes: list[str] | None = None,
+    resume: int | None = None,
 ) -> dict[str, Any]:
-    """The grid as a result; ``more`` says whether rows follow the last one shown."""
+    """The grid as a result; ``more`` says whether rows follow the last one shown, ``resume``
+    (when rows do not follow it, as past a CSV record of several lines) where the next call
+    starts."""
     head = [_cell(h) for h in header]
     if grid.picked is not None:
         head = [head[i] if i < len(head) else None for i in grid.picked]
@@ -214,13 +220,14 @@ def _result(
         )
     if grid.full:
         out["notes"].append(f"stopped at {MAX_TABLE_ROWS} rows or {MAX_ANSWER_CHARS:,} chars")
-    if grid.rows and (more or grid.full):
-        end = grid.rows[-1][0]
+    if resume is None and grid.rows and (more or grid.full):
+        resume = grid.rows[-1][0] + 1
+    if resume is not None:
         args = [f"path={json.dumps(shown_path)}"]
         if sheet is not None:
             args.append(f"sheet={json.dumps(sheet)}")
         width = min(max(span[1] - span[0] + 1, 1), MAX_TABLE_ROWS)
-        args.append(f'rows="{end + 1}-{end + width}"')
+        args.append(f'rows="{resume}-{resume + width - 1}"')
         if columns is not None:
             args.append(f"columns={json.dumps(list(columns))}")
         out["next"] = f"table_read({', '.join(args)})"
@@ -257,7 +264,8 @@ def _hide_lone_crs(text: str) -> tuple[str, str | None]:
 
 
 def _csv_cells(line: str, delimiter: str) -> list[str]:
-    """The cells of one line (no LF in it), its lone CRs kept."""
+    """The cells of one record (a line, or the lines of its quoted line breaks), its lone
+    CRs kept."""
     text, mark = _hide_lone_crs(line)
     cells = next(csv.reader([text], delimiter=delimiter), [])
     return cells if mark is None else [c.replace(mark, "\r") for c in cells]
@@ -297,7 +305,7 @@ def read_csv_rows(
     newlines = 0
     read = 0
     while pos + read < size and newlines < wanted and read < MAX_CSV_SCAN_BYTES:
-        chunk = os.pread(fd, _WINDOW, pos + read)
+        chunk = os.pread(fd, _ROWS_CHUNK, pos + read)
         if not chunk:
             break
         needed = wanted - newlines
@@ -321,28 +329,173 @@ def read_csv_rows(
         text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no part of row 1
     text, mark = _hide_lone_crs(text)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=table.delimiter)
+    data_end = pos + len(data)
+    lines_read = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     notes: list[str] = []
+    resume: int | None = None  # the line the next call starts at, if any
     line_before = 0
-    try:
-        for cells in reader:
-            if mark is not None:
-                cells = [c.replace(mark, "\r") for c in cells]
-            number = first + line_before
-            line_before = reader.line_num
-            if number > last or not grid.add(number, cells):
-                break
-    except csv.Error as exc:
-        notes.append(f"stopped at line {first + line_before}: {exc}")
-    if read >= MAX_CSV_SCAN_BYTES and newlines < wanted:
+    while True:
+        number = first + line_before
+        try:
+            cells = next(reader)
+        except StopIteration:
+            resume = number if data_end < size else None
+            break
+        except csv.Error as exc:
+            notes.append(f"stopped at line {number}: {exc}")
+            resume = number if grid.rows else None
+            break
+        if number > last:
+            resume = number
+            break
+        line_before = reader.line_num
+        if mark is not None:
+            cells = [c.replace(mark, "\r") for c in cells]
+        if line_before == lines_read and data_end < size:
+            # The read ended in this record, as a quoted field's line break may: read it to
+            # its end, or leave it to the next call when this call's budget cannot.
+            scan = _RecordScan(index, table.delimiter, pos, data, number - first)
+            if scan.end is None or scan.end > data_end:
+                if scan.end is not None and scan.end - pos <= MAX_CSV_SCAN_BYTES:
+                    whole = index.pread(scan.end - scan.start, scan.start)
+                    if scan.start == 0:
+                        whole = whole.removeprefix(codecs.BOM_UTF8)
+                    cells = _csv_cells(whole.decode("utf-8", "replace"), table.delimiter)
+                    line_before = scan.last_line(number) - first + 1
+                elif grid.rows:  # the next call starts with it, with a budget of its own
+                    notes.append(
+                        f"read {MAX_CSV_SCAN_BYTES:,} bytes for this call; continue with next"
+                    )
+                    grid.full = True
+                    resume = number
+                    break
+                else:  # one record larger than a call reads: the cells read are shown (cut)
+                    notes.append(
+                        scan.unended(number)
+                        if scan.end is None
+                        else f"row {number} ({scan.lines(number)}) is one record of "
+                        f"{scan.end - scan.start:,} bytes, more than a call reads "
+                        f"({MAX_CSV_SCAN_BYTES:,}): the cells read within them are shown; "
+                        f"read it raw with {scan.file_read(number)}"
+                    )
+                    grid.add(number, cells)
+                    resume = None if scan.end is None else scan.last_line(number) + 1
+                    break
+        if not grid.add(number, cells):
+            resume = first + line_before if grid.rows[-1][0] == number else number
+            break
+    if read >= MAX_CSV_SCAN_BYTES and newlines < wanted and resume == first + line_before:
         notes.append(f"read {MAX_CSV_SCAN_BYTES:,} bytes for this call; continue with next")
         grid.full = True
     if any(len(r) and r[0] != first + i for i, r in enumerate(grid.rows)):
         notes.append("some rows hold quoted line breaks: row numbers are line numbers")
     total = index.total_lines()
-    more = pos + read < size if total is None else bool(grid.rows) and grid.rows[-1][0] < total
+    if resume is not None and total is not None and resume > total:
+        resume = None
     return _result(
-        table, index.shown_path, header, grid, (first, last), total, more, columns, notes=notes
+        table,
+        index.shown_path,
+        header,
+        grid,
+        (first, last),
+        total,
+        False,
+        columns,
+        notes=notes,
+        resume=resume,
     )
+
+
+class _RecordScan:
+    """Where the CSV record that starts after ``lines`` lines of ``data`` (read at ``pos``)
+    ends: at the first LF outside a quoted field, as the csv module reads them (a quote opens
+    a field only at its start; ``""`` inside one is a quote). ``end`` is the offset past that
+    LF (the file's size for a last record), None if it is not found within
+    `MAX_RECORD_SCAN_BYTES`; ``newlines`` counts the LFs inside the record."""
+
+    def __init__(self, index: LineIndex, delimiter: str, pos: int, data: bytes, lines: int):
+        self.index = index
+        self._stops = re.compile(b"[\n" + re.escape(delimiter.encode()) + b"]")
+        self.quoted = self.after_quote = False
+        self.field_start = True
+        self.newlines = 0
+        at = _nth(data, lines) + 1 if lines else 0
+        self.start = pos + at
+        if self.start == 0 and data.startswith(codecs.BOM_UTF8):
+            at += len(codecs.BOM_UTF8)
+        self.end: int | None = None
+        found = self._feed(data[at:])
+        if found >= 0:
+            self.end = pos + at + found + 1
+            return
+        offset, size = pos + len(data), index.file.size
+        while offset < size and offset - self.start < MAX_RECORD_SCAN_BYTES:
+            chunk = index.pread(CHUNK, offset)
+            found = self._feed(chunk)
+            if found >= 0:
+                self.end = offset + found + 1
+                return
+            offset += len(chunk)
+        if offset >= size:
+            self.end = size
+            if self.quoted and index.pread(1, size - 1) == b"\n":
+                self.newlines -= 1  # the file's last LF ends its last line, inside the quote
+
+    def last_line(self, number: int) -> int:
+        return number + self.newlines
+
+    def lines(self, number: int) -> str:
+        end = self.last_line(number)
+        return f"line {number}" if end == number else f"lines {number}-{end}"
+
+    def file_read(self, number: int) -> str:
+        shown = json.dumps(self.index.shown_path)
+        return f"file_read(path={shown}, start_line={number}, end_line={self.last_line(number)})"
+
+    def unended(self, number: int) -> str:
+        return (
+            f"row {number} is a record whose end is not within {MAX_RECORD_SCAN_BYTES:,} bytes "
+            f"(a quote that never closes?): table_read cannot read past it; file_read reads "
+            f"on from line {number}"
+        )
+
+    def _feed(self, chunk: bytes) -> int:
+        """The index of the LF that ends the record in ``chunk``, or -1."""
+        i, n = 0, len(chunk)
+        if self.after_quote and n:
+            self.after_quote = False
+            if chunk[0] == 0x22:  # a "" split between two chunks: still quoted
+                i = 1
+            else:
+                self.quoted = False
+        while i < n:
+            if self.quoted:
+                q = chunk.find(b'"', i)
+                self.newlines += chunk.count(b"\n", i, n if q < 0 else q)
+                if q < 0:
+                    return -1
+                if q + 1 == n:
+                    self.after_quote = True
+                    return -1
+                if chunk[q + 1] == 0x22:
+                    i = q + 2
+                else:
+                    self.quoted = False
+                    i = q + 1
+                continue
+            if self.field_start and chunk[i] == 0x22:
+                self.quoted, self.field_start = True, False
+                i += 1
+                continue
+            self.field_start = False
+            m = self._stops.search(chunk, i)
+            if m is None:
+                return -1
+            if chunk[m.start()] == 0x0A:
+                return m.start()
+            self.field_start = True
+            i = m.end()
+        return -1
 
 
 _EXTENTS: dict[tuple[str, str | None, int, int, int], str | None] = {}  # -> refusal, or None

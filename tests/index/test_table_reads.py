@@ -418,6 +418,26 @@ def test_a_row_the_csv_module_refuses_ends_the_read_with_its_line(
     assert result["notes"] == ["stopped at line 3: field larger than field limit (131072)"]
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_last_record_with_quoted_line_breaks_is_read_whole_and_next_starts_past_it(
+    ws: Workspace, tmp_path: Path, end: str
+) -> None:
+    path = tmp_path / "root" / "multi.csv"
+    lines = ["a,b", "1,2", '3,"x', "y", 'z"', "6,7"]
+    path.write_bytes((end.join(lines) + end).encode())
+    record = [3, "3", f"x{end}y{end}z"]
+    result = ws.table_read(path.name, rows="1-3")
+    assert result["rows"] == [[1, "a", "b"], [2, "1", "2"], record]
+    assert result["next"] == f'table_read(path="{path}", rows="6-8")'
+    assert ws.table_read(path.name, rows="3")["rows"] == [record]
+    assert ws.table_read(path.name, rows="6-8")["rows"] == [[6, "6", "7"]]
+    # As the file's last record, without a line end after it.
+    path.write_bytes(end.join(lines[:5]).encode())
+    result = ws.table_read(path.name, rows="2-3")
+    assert (result["rows"], result["total_rows"]) == ([[2, "1", "2"], record], 5)
+    assert result["next"] is None
+
+
 def test_rows_shorter_than_the_header_show_none_in_the_missing_columns(
     ws: Workspace, tmp_path: Path
 ) -> None:
