@@ -342,8 +342,15 @@ def read_csv_rows(
             resume = number if data_end < size else None
             break
         except csv.Error as exc:
-            notes.append(f"stopped at line {number}: {exc}")
-            resume = number if grid.rows else None
+            scan = _RecordScan(index, table.delimiter, pos, data, line_before)
+            if scan.end is None:
+                notes.append(f"{scan.unended(number)}; the csv module refuses it ({exc})")
+            else:
+                notes.append(
+                    f"row {number} ({scan.lines(number)}) is not shown: the csv module refuses "
+                    f"it ({exc}); read it raw with {scan.file_read(number)}"
+                )
+                resume = scan.last_line(number) + 1
             break
         if number > last:
             resume = number

@@ -408,14 +408,33 @@ def test_bytes_that_are_not_utf_8_are_replaced(ws: Workspace, tmp_path: Path) ->
     ]
 
 
-def test_a_row_the_csv_module_refuses_ends_the_read_with_its_line(
+def test_a_record_the_csv_module_refuses_is_named_and_the_next_call_starts_past_it(
     ws: Workspace, tmp_path: Path
 ) -> None:
-    # A field past the csv module's field size limit (128 KiB) on line 3.
-    (tmp_path / "root" / "field.csv").write_text("a,b\n1,2\n3," + "x" * 200_000 + "\n5,6\n")
-    result = ws.table_read("field.csv")
-    assert result["rows"] == [[1, "a", "b"], [2, "1", "2"]]
-    assert result["notes"] == ["stopped at line 3: field larger than field limit (131072)"]
+    # A field past the csv module's field size limit (128 KiB): on line 3 alone, then in a
+    # quoted field of lines 3-4.
+    path = tmp_path / "root" / "field.csv"
+    for refused, lines in (
+        ("3," + "x" * 200_000, "line 3"),
+        ('3,"' + "x" * 200_000 + '\nx"', "lines 3-4"),
+    ):
+        path.write_text(f"a,b\n1,2\n{refused}\n5,6\n7,8\n")
+        end = 3 if lines == "line 3" else 4
+        note = (
+            f"row 3 ({lines}) is not shown: the csv module refuses it (field larger than field "
+            f"limit (131072)); read it raw with file_read(path={json.dumps(str(path))}, "
+            f"start_line=3, end_line={end})"
+        )
+        result = ws.table_read(path.name, rows="1-4")
+        assert (result["rows"], result["notes"]) == ([[1, "a", "b"], [2, "1", "2"]], [note])
+        assert result["next"] == f'table_read(path="{path}", rows="{end + 1}-{end + 4}")'
+        alone = ws.table_read(path.name, rows="3-4")
+        assert (alone["rows"], alone["notes"]) == ([], [note])
+        assert alone["next"] == f'table_read(path="{path}", rows="{end + 1}-{end + 2}")'
+        after = ws.table_read(path.name, rows=f"{end + 1}-{end + 4}")
+        assert after["rows"] == [[end + 1, "5", "6"], [end + 2, "7", "8"]]
+        assert after["next"] is None
+        assert ws.file_read(path.name, start_line=3, end_line=end)["end_line"] == end
 
 
 @pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
