@@ -97,6 +97,9 @@ def parse_rows(rows: str) -> tuple[int, int]:
     return first, last
 
 
+_CUT = " [... cell cut]"
+
+
 def _cell(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)  # spreadsheets store every number as a double
@@ -107,7 +110,7 @@ def _cell(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
-        return value[:MAX_CELL_CHARS] + " [... cell cut]"
+        return value[:MAX_CELL_CHARS] + _CUT
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)[:MAX_CELL_CHARS]
@@ -385,6 +388,8 @@ def read_csv_rows(
                         f"({MAX_CSV_SCAN_BYTES:,}): the cells read within them are shown; "
                         f"read it raw with {scan.file_read(number)}"
                     )
+                    if cells:  # the last cell read runs on past the bytes read
+                        cells[-1] = cells[-1][: MAX_CELL_CHARS - len(_CUT)] + _CUT
                     grid.add(number, cells)
                     resume = None if scan.end is None else scan.last_line(number) + 1
                     break
@@ -437,7 +442,7 @@ class _RecordScan:
             return
         offset, size = pos + len(data), index.file.size
         while offset < size and offset - self.start < MAX_RECORD_SCAN_BYTES:
-            chunk = index.pread(CHUNK, offset)
+            chunk = index.pread(min(CHUNK, self.start + MAX_RECORD_SCAN_BYTES - offset), offset)
             found = self._feed(chunk)
             if found >= 0:
                 self.end = offset + found + 1

@@ -437,6 +437,45 @@ def test_a_record_the_csv_module_refuses_is_named_and_the_next_call_starts_past_
         assert ws.file_read(path.name, start_line=3, end_line=end)["end_line"] == end
 
 
+def test_a_record_longer_than_a_call_reads_is_shown_cut_and_next_starts_past_it(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "MAX_CSV_SCAN_BYTES", 64)
+    monkeypatch.setattr(_tables, "_ROWS_CHUNK", 16)
+    path = tmp_path / "root" / "long.csv"
+    record = '1,"' + "x" * 100 + '\ny"'
+    path.write_text(f"a,b\n{record}\n3,4\n")
+    note = (
+        f"row 2 (lines 2-3) is one record of {len(record) + 1} bytes, more than a call reads "
+        "(64): the cells read within them are shown; read it raw with "
+        f"file_read(path={json.dumps(str(path))}, start_line=2, end_line=3)"
+    )
+    result = ws.table_read(path.name, rows="2")
+    assert result["rows"] == [[2, "1", "x" * (64 - 3) + " [... cell cut]"]]
+    assert result["notes"] == [note]
+    assert result["next"] == f'table_read(path="{path}", rows="4-4")'
+    # After whole rows, the call stops before it: the next call starts with it.
+    result = ws.table_read(path.name, rows="1-3")
+    assert result["rows"] == [[1, "a", "b"]]
+    assert result["next"] == f'table_read(path="{path}", rows="2-4")'
+
+
+def test_a_quote_that_never_closes_ends_the_paging_with_a_note(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "MAX_CSV_SCAN_BYTES", 64)
+    monkeypatch.setattr(_tables, "MAX_RECORD_SCAN_BYTES", 1000)
+    monkeypatch.setattr(_tables, "_ROWS_CHUNK", 16)
+    path = tmp_path / "root" / "open.csv"
+    path.write_text('a,b\n1,"' + "x\n" * 2000)
+    result = ws.table_read(path.name, rows="2-3")
+    assert result["notes"] == [
+        "row 2 is a record whose end is not within 1,000 bytes (a quote that never closes?): "
+        "table_read cannot read past it; file_read reads on from line 2"
+    ]
+    assert (result["rows"][0][:2], result["next"]) == ([2, "1"], None)
+
+
 @pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
 def test_a_last_record_with_quoted_line_breaks_is_read_whole_and_next_starts_past_it(
     ws: Workspace, tmp_path: Path, end: str
