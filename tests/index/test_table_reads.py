@@ -697,6 +697,34 @@ def test_a_byte_order_mark_is_in_no_cell_and_no_column_name(
     assert card_for(path).facts["header"] == ["id", "name"]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_utf_16_tsv_has_its_card_rows_and_query(
+    ws: Workspace, tmp_path: Path, encoding: str
+) -> None:
+    path = tmp_path / "root" / "wide.tsv"
+    lines = ["id\tnäme", "1\t\U0001d11e clef", '2\t"tab\there"', '3\t"two\r\nlines"', "4\tlast"]
+    path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode(encoding))
+    card = card_for(path)
+    assert card.facts["table"] == "tsv"
+    assert card.facts["encoding"] == encoding.replace("-16-", "-16")
+    assert (card.facts["delimiter"], card.facts["header"], card.facts["lines"]) == (
+        "\t",
+        ["id", "näme"],
+        6,
+    )
+    assert "table_read" in card.tools
+    result = ws.table_read(path.name, rows="1-3")
+    assert result["columns"] == ["row", "id", "näme"]
+    assert result["rows"] == [[1, "id", "näme"], [2, "1", "\U0001d11e clef"], [3, "2", "tab\there"]]
+    assert (result["total_rows"], result["next"]) == (6, f'table_read(path="{path}", rows="4-6")')
+    assert ws.table_read(path.name, rows="4-6")["rows"] == [
+        [4, "3", "two\r\nlines"],
+        [6, "4", "last"],
+    ]
+    queried = ws.table_query(path.name, 'SELECT "näme" FROM t WHERE id = 2')
+    assert (queried["path"], queried["rows"]) == (str(path), [["tab\there"]])
+
+
 def test_a_utf_16_table_is_read_and_named_by_its_own_path(ws: Workspace, tmp_path: Path) -> None:
     path = tmp_path / "root" / "wide.csv"
     lines = ["id,name"] + [f"{i},näme {i}" for i in range(1, 6)]
