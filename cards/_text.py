@@ -13,7 +13,10 @@ MAX_LINE_COUNT_BYTES = 8 * 1024 * 1024
 
 
 def text_facts(fd: int, size: int, charset: str | None) -> dict[str, Any]:
-    """``encoding`` (libmagic's verdict on the head) and ``lines`` for small files."""
+    """``encoding`` (libmagic's verdict on the head) and ``lines`` for small files.
+
+    A line is what file_read and table_read number: it ends at a LF (a CRLF is one line end,
+    a lone CR ends none), and a last line without one counts."""
     facts: dict[str, Any] = {"encoding": charset}
     if size > MAX_LINE_COUNT_BYTES:
         return facts
