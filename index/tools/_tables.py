@@ -349,10 +349,7 @@ def read_csv_rows(
             if scan.end is None:
                 notes.append(f"{scan.unended(number)}; the csv module refuses it ({exc})")
             else:
-                notes.append(
-                    f"row {number} ({scan.lines(number)}) is not shown: the csv module refuses "
-                    f"it ({exc}); read it raw with {scan.file_read(number)}"
-                )
+                notes.append(scan.refused(number, exc))
                 resume = scan.last_line(number) + 1
             break
         if number > last:
@@ -370,7 +367,12 @@ def read_csv_rows(
                     whole = index.pread(scan.end - scan.start, scan.start)
                     if scan.start == 0:
                         whole = whole.removeprefix(codecs.BOM_UTF8)
-                    cells = _csv_cells(whole.decode("utf-8", "replace"), table.delimiter)
+                    try:
+                        cells = _csv_cells(whole.decode("utf-8", "replace"), table.delimiter)
+                    except csv.Error as exc:
+                        notes.append(scan.refused(number, exc))
+                        resume = scan.last_line(number) + 1
+                        break
                     line_before = scan.last_line(number) - first + 1
                 elif grid.rows:  # the next call starts with it, with a budget of its own
                     notes.append(
@@ -463,6 +465,12 @@ class _RecordScan:
     def file_read(self, number: int) -> str:
         shown = json.dumps(self.index.shown_path)
         return f"file_read(path={shown}, start_line={number}, end_line={self.last_line(number)})"
+
+    def refused(self, number: int, exc: csv.Error) -> str:
+        return (
+            f"row {number} ({self.lines(number)}) is not shown: the csv module refuses it "
+            f"({exc}); read it raw with {self.file_read(number)}"
+        )
 
     def unended(self, number: int) -> str:
         return (

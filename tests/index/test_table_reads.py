@@ -435,6 +435,12 @@ def test_a_record_the_csv_module_refuses_is_named_and_the_next_call_starts_past_
         assert after["rows"] == [[end + 1, "5", "6"], [end + 2, "7", "8"]]
         assert after["next"] is None
         assert ws.file_read(path.name, start_line=3, end_line=end)["end_line"] == end
+    # Refused only once read past the lines asked for: its field is under the limit on line 3.
+    path.write_text('a,b\n1,2\n3,"' + "x" * 100_000 + "\n" + "x" * 100_000 + '"\n5,6\n')
+    result = ws.table_read(path.name, rows="1-3")
+    assert result["rows"] == [[1, "a", "b"], [2, "1", "2"]]
+    assert result["notes"][0].startswith("row 3 (lines 3-4) is not shown: the csv module")
+    assert result["next"] == f'table_read(path="{path}", rows="5-7")'
 
 
 def test_a_record_longer_than_a_call_reads_is_shown_cut_and_next_starts_past_it(
