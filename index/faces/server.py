@@ -17,7 +17,6 @@ import importlib.metadata
 import io
 import json
 import os
-import re
 import socket
 import stat
 import urllib.parse
@@ -57,6 +56,7 @@ from .._errors import WorkspaceError
 from .._tools import ToolSpec, tools_of
 from .._workspace import Workspace
 from ._net import MIN_TOKEN_CHARS, HostOriginMiddleware, HttpPolicy, TokenGate, bind, is_loopback
+from ._wire import request_id
 
 __all__ = [
     "MAX_STDIO_FRAME_BYTES",
@@ -271,7 +271,7 @@ class WorkspaceServer(MCPServer):
         async def refuse(size: int, head: bytes) -> None:
             error = JSONRPCError(
                 jsonrpc="2.0",
-                id=_request_id(head),
+                id=request_id(head),
                 error=ErrorData(
                     code=INVALID_REQUEST,
                     message=f"a message of {size:,} bytes is over this server's limit of "
@@ -313,19 +313,6 @@ class WorkspaceServer(MCPServer):
 
 
 MAX_STDIO_FRAME_BYTES = 32 * 1024 * 1024  # one JSON-RPC message from the client, at most
-_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,256}"|-?\d{1,18})')
-
-
-def _request_id(head: bytes) -> str | int | None:
-    """The id of an oversized request, if its head names one (JSON-RPC: else null)."""
-    found = _ID.search(head)
-    if found is None:
-        return None
-    try:
-        value = json.loads(found.group(1))
-    except ValueError:
-        return None
-    return value if isinstance(value, (str, int)) else None
 
 
 class _CappedLines:
