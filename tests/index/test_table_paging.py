@@ -92,12 +92,46 @@ def test_next_calls_visit_every_record_once_in_order(
 ) -> None:
     if encoding != "utf-8":
         bom = True  # a UTF-16 file is known by its byte order mark
-    # Reads of a few bytes at a time within a small budget: records cross both.
+    # Reads of a few bytes at a time within a small budget, and a record's end looked for a
+    # few bytes at a time: records and their quotes cross all three.
     monkeypatch.setattr(_tables, "_ROWS_CHUNK", 7 if small_reads else 64 * 1024)
     monkeypatch.setattr(_tables, "MAX_CSV_SCAN_BYTES", 40 if small_reads else 8 * 1024 * 1024)
+    monkeypatch.setattr(_tables, "CHUNK", 5 if small_reads else 4 * 1024 * 1024)
     path = tmp_path / "root" / "paged.csv"
     write_csv(path, records, end, bom, encoding)
     seen = page(ws, path.name, f"1-{width}")
     assert seen == [[n, *r] for n, r in zip(starts(records, end), records, strict=True)]
     total = ws.table_read(path.name, rows="1")["total_rows"]
     assert total == ws.file_read(path.name)["total_lines"] == card_for(path).facts["lines"]
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_an_escaped_quote_split_between_two_reads_keeps_the_field_open(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k: int
+) -> None:
+    # The record's end is looked for 5 bytes at a time past the line asked for: the "" falls
+    # on every position of a read, and across two.
+    monkeypatch.setattr(_tables, "CHUNK", 5)
+    path = tmp_path / "root" / "split.csv"
+    path.write_text('a,b\n1,"x\n' + "y" * k + '""z\nw"\n5,6\n')
+    result = ws.table_read(path.name, rows="2")
+    assert result["rows"] == [[2, "1", "x\n" + "y" * k + '"z\nw']]
+    assert result["next"] == f'table_read(path="{path}", rows="5-5")'
+
+
+def test_a_quote_inside_a_bare_field_is_a_character_and_opens_nothing(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    path = tmp_path / "root" / "bare.csv"
+    path.write_text('a,b\n1,x"y\n3,4\n5,"6"\n')
+    result = ws.table_read(path.name, rows="2")
+    assert (result["rows"], result["next"]) == (
+        [[2, "1", 'x"y']],
+        f'table_read(path="{path}", rows="3-3")',
+    )
+    assert page(ws, path.name, "1-1") == [
+        [1, "a", "b"],
+        [2, "1", 'x"y'],
+        [3, "3", "4"],
+        [4, "5", "6"],
+    ]
