@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -55,7 +54,6 @@ MAX_ID_CHARS = 256
 MAX_MESSAGE_DEPTH = 950
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # json.dumps, built once
 
 
@@ -154,30 +152,39 @@ def _plain(value: Any) -> Any:
 
 def encode_message(message: Mapping[str, Any]) -> str:
     """The stored text of a message; refuses what JSON cannot carry exactly."""
-    too_deep = InvalidArgumentError(
-        f"message nests lists and dicts too deeply to store (over {MAX_MESSAGE_DEPTH:,} "
-        "levels); flatten it"
-    )
     # Checked, not left to the encoder: Python 3.11's stops near 1,000 levels, 3.12's near
     # 10,000, and the readers walk what is stored with Python's own recursion. Every level
     # opens with a bracket in the text, so a body with few brackets is not walked at all.
     try:
         body = _encode(message)
     except RecursionError:
-        raise too_deep from None
+        raise _too_deep() from None
     except (TypeError, ValueError) as exc:
         if nested_deeper(message, MAX_MESSAGE_DEPTH):
-            raise too_deep from None
+            raise _too_deep() from None
         raise InvalidArgumentError(
             f"message is not JSON data ({exc}); send only str, numbers, bools, null, lists, dicts"
         ) from None
     if body.count("[") + body.count("{") > MAX_MESSAGE_DEPTH and nested_deeper(
         message, MAX_MESSAGE_DEPTH
     ):
-        raise too_deep
-    if not body.isascii() and _SURROGATE.search(body):
-        body = json.dumps(message, allow_nan=False)  # escapes keep lone surrogates exact
+        raise _too_deep()
+    if not body.isascii():
+        # UTF-8 refuses exactly the surrogates (four times faster than searching for them)
+        try:
+            body.encode("utf-8")
+        except UnicodeEncodeError:
+            body = json.dumps(message, allow_nan=False)  # escapes keep lone surrogates exact
     return body
+
+
+def _too_deep() -> InvalidArgumentError:
+    """The refusal of a message nested deeper than `MAX_MESSAGE_DEPTH` (built only when it
+    is raised: an exception built for every stored message cost a tenth of encoding)."""
+    return InvalidArgumentError(
+        f"message nests lists and dicts too deeply to store (over {MAX_MESSAGE_DEPTH:,} "
+        "levels); flatten it"
+    )
 
 
 class StoreReads:
