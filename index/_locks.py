@@ -16,20 +16,28 @@ __all__ = ["file_lock"]
 _POLL_S = 0.05
 
 
+_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC  # what open(path, "a+") asks
+
+
 @contextlib.contextmanager
 def file_lock(path: str, wait_s: float = 0.0) -> Iterator[bool]:
     """Hold an exclusive lock on ``path``; yields False if another process held it for
     longer than ``wait_s`` seconds (0: do not wait)."""
+    # A bare descriptor: flock needs no file object (open()'s text layer cost as much as the
+    # lock), and the folder is made only when it is missing (a fold takes one per file).
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        handle = open(path, "a+")  # noqa: SIM115 - closed by the with below
+        try:
+            fd = os.open(path, _FLAGS, 0o666)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, _FLAGS, 0o666)
     except OSError as exc:
         raise home_error("a lock file in the home", exc) from None
-    with handle:
+    try:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -39,4 +47,6 @@ def file_lock(path: str, wait_s: float = 0.0) -> Iterator[bool]:
         try:
             yield True
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
