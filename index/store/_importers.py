@@ -10,6 +10,7 @@ at replay time.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import stat
@@ -128,6 +129,7 @@ def load_log(
     stem = file_stem(path)
     try:
         text = raw.decode("utf-8-sig")
+        utf8 = raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw
     except UnicodeDecodeError as exc:
         if exc.reason != "unexpected end of data":
             raise ImportFormatError(
@@ -136,6 +138,7 @@ def load_log(
         # A live log caught while a character was being written: its last line is partial
         # anyway (skipped as unreadable), and the next import reads it whole.
         text = raw[: exc.start].decode("utf-8-sig")
+        utf8 = text.encode("utf-8")
     whole = _parse_whole(text)
     lines = _Lines(text)
     try:
@@ -146,7 +149,7 @@ def load_log(
             raise
         raise ImportFormatError(f"{path} {problem}; it cannot be imported") from None
     if fmt == "claude-code":
-        items = [_claude_code(text, stem)]
+        items = [_claude_code(utf8, stem)]
     elif fmt == "mini-swe-agent":
         items = [_mini_swe_agent(whole, path)]
     elif fmt == "tau-bench":
@@ -235,7 +238,7 @@ _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # t
 # line, the value is the one json.loads gives (integers of any size stay integers: orjson's
 # beyond 64 bits become floats). What it refuses (lone surrogates, NaN, 1e400) goes to the
 # standard decoder, which decides.
-_fast_decode: Callable[[str], Any] = msgspec.json.Decoder().decode
+_fast_decode: Callable[[str | bytes], Any] = msgspec.json.Decoder().decode
 
 
 def _jsonl(text: str) -> Iterator[tuple[int, Any]]:
@@ -477,7 +480,7 @@ class _ClaudeRecord(msgspec.Struct, rename="camel"):
     is_compact_summary: Any = None
 
 
-_claude_decode: Callable[[str], _ClaudeRecord] = msgspec.json.Decoder(_ClaudeRecord).decode
+_claude_decode: Callable[[bytes], _ClaudeRecord] = msgspec.json.Decoder(_ClaudeRecord).decode
 
 
 def _claude_record(value: dict[str, Any]) -> _ClaudeRecord:
@@ -495,16 +498,21 @@ def _claude_record(value: dict[str, Any]) -> _ClaudeRecord:
     )
 
 
-def _claude_lines(text: str) -> Iterator[_ClaudeRecord | None]:
-    """The record of each non-blank line; None for a line that is not a JSON object.
+def _claude_lines(data: bytes) -> Iterator[_ClaudeRecord | None]:
+    """The record of each non-blank line of ``data`` (a log's text in UTF-8); None for a line
+    that is not a JSON object.
 
-    What the typed read refuses (a lone surrogate, NaN, a field that is not what it reads)
-    is read as `_jsonl` reads a line, and the same rules apply to the value. (The typed read
-    also takes a line whose skipped fields only json.loads refuses, an integer of over
-    4,300 digits: the fields it reads are the ones json.loads would give.)"""
+    The lines are split and decoded as bytes: msgspec reads UTF-8 as it is, where a line of
+    text would be copied out of the file's text (four bytes a character once an emoji is in
+    it) and encoded to UTF-8 again. A line msgspec refuses is read as text, so the rules of
+    text apply to it: blank in Unicode's sense (U+3000, U+2028 ...) is skipped, the rest is
+    read as `_jsonl` reads a line, and the same rules apply to the value. What the typed read
+    refuses (a lone surrogate, NaN, a field that is not what it reads) goes the same way. (The
+    typed read also takes a line whose skipped fields only json.loads refuses, an integer of
+    over 4,300 digits: the fields it reads are the ones json.loads would give.)"""
     decode = _claude_decode
-    for line in text.split("\n"):
-        if not line or line.isspace():
+    for line in data.split(b"\n"):
+        if not line or line.isspace():  # ASCII blanks; what else text calls blank, below
             continue
         try:
             yield decode(line)
@@ -513,22 +521,26 @@ def _claude_lines(text: str) -> Iterator[_ClaudeRecord | None]:
             try:
                 value = _fast_decode(line)
             except (msgspec.MsgspecError, ValueError, RecursionError):
-                value = _slow_line(line)
+                value = _slow_line(line.decode("utf-8"))
         except (msgspec.MsgspecError, ValueError, RecursionError):
-            value = _slow_line(line)  # msgspec's parser refused it whole as well
+            text = line.decode("utf-8")  # msgspec's parser refused it whole as well
+            if text.isspace():
+                continue
+            value = _slow_line(text)
         yield _claude_record(value) if isinstance(value, dict) else None
 
 
-def _claude_code(text: str, stem: str) -> LoadedConversation:
+def _claude_code(data: bytes, stem: str) -> LoadedConversation:
     """One message per user/assistant record of the main chain, named after the file.
 
     A resumed session is a new file that repeats the earlier session's records (with the
     earlier ``sessionId``) before its own, so the file, not the session id, names the
-    conversation: each file is its own conversation with its full history.
+    conversation: each file is its own conversation with its full history. ``data`` is the
+    file's text in UTF-8 (without a byte order mark).
     """
     records: list[_ClaudeRecord] = []
     broken = 0
-    for record in _claude_lines(text):
+    for record in _claude_lines(data):
         if record is None:
             broken += 1
         elif record.type in _CLAUDE_MESSAGE_TYPES:

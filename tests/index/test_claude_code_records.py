@@ -132,6 +132,10 @@ plausible = st.fixed_dictionaries(
 lines = st.lists(
     plausible.map(json.dumps)
     | records.map(json.dumps)
+    | records.map(lambda r: json.dumps(r, ensure_ascii=False))  # raw UTF-8: U+2028, NEL ...
+    | st.sampled_from(
+        ["\u3000", "\x1c\x0b", " \u2028 ", "\u00a0{}", "\x85"]  # blank as text, not as bytes
+    )
     | st.sampled_from(
         [
             '{"type": "user", "message": {"role": "us',  # cut
@@ -154,5 +158,5 @@ lines = st.lists(
 @given(lines, st.booleans())
 def test_the_typed_read_imports_what_whole_records_give(lines: list[str], crlf: bool) -> None:
     text = ("\r\n" if crlf else "\n").join(lines) + "\n"
-    loaded = _claude_code(text, "session")
+    loaded = _claude_code(text.encode("utf-8"), "session")
     assert (loaded.messages, loaded.notes) == oracle(text)

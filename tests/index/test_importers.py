@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from leanreplay.index import ImportFormatError, InvalidArgumentError, Workspace, load_log
+from leanreplay.index.store._importers import UNREADABLE
 from leanreplay.placeholders import (
     STUB_TEXT,
     ReplayPolicy,
@@ -493,6 +494,32 @@ def test_a_record_holding_a_unicode_line_separator_is_one_record(
     assert item.format == "claude-code"
     assert [m["content"] for m in item.messages] == [text, [{"type": "text", "text": "ok"}]]
     assert item.notes == []
+
+
+def test_a_claude_code_log_reads_the_same_after_a_byte_order_mark_or_a_cut_character(
+    tmp_path: Path,
+) -> None:
+    # The Claude Code reader splits the file's UTF-8, not its text: a byte order mark is not
+    # part of the first record, and a last line cut inside a character is skipped, as the text
+    # reading skips it.
+    records = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "héllo ✓ 😀"}},
+        {"type": "assistant", "uuid": "a1", "message": {"role": "assistant", "content": "ok"}},
+    ]
+    data = ("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n").encode()
+    files = {
+        "plain": data,
+        "bom": b"\xef\xbb\xbf" + data,
+        "cut": data + '{"type": "user", "message": {"content": "😀'.encode()[:-2],
+    }
+    read = {}
+    for name, raw in files.items():
+        (tmp_path / f"{name}.jsonl").write_bytes(raw)
+        (read[name],) = load_log(str(tmp_path / f"{name}.jsonl"))
+    assert read["plain"].messages[0]["content"] == "héllo ✓ 😀"
+    assert read["bom"].messages == read["cut"].messages == read["plain"].messages
+    assert read["plain"].notes == read["bom"].notes == []
+    assert read["cut"].notes == [f"1 {UNREADABLE}"]
 
 
 # Each JSONL line is parsed by msgspec, and by the standard decoder where msgspec refuses:
