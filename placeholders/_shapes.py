@@ -361,13 +361,23 @@ def load_input(text: str) -> Any:
 # json.dumps(value, ensure_ascii=False) without a new encoder each call (the sizes of every
 # stored tool input are measured with it).
 _UNESCAPED = json.JSONEncoder(ensure_ascii=False)
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_c_encode_basestring: Any = json.encoder.encode_basestring  # the C one where it exists
 
 
 def json_chars(value: Any) -> int:
     """``len(json.dumps(value, ensure_ascii=False))``, the size of a tool input; a value
     nested deeper than the encoder goes is measured by a walk, to the same count."""
     try:
-        return len(_UNESCAPED.encode(value))
+        if _c_make_encoder is None:  # a Python without the C accelerator
+            return len(_UNESCAPED.encode(value))
+        # What _UNESCAPED.encode calls, without its two Python frames (most tool inputs are
+        # short: the frames cost as much as the encoding); a fresh circular-reference table
+        # each call, as encode makes.
+        chunks = _c_make_encoder(
+            {}, _UNESCAPED.default, _c_encode_basestring, None, ": ", ", ", False, False, True
+        )(value, 0)
+        return len("".join(chunks))
     except RecursionError:
         return _walked_json_chars(value)
 

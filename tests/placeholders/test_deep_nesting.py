@@ -185,6 +185,18 @@ def test_the_walked_size_is_the_encoders_size(value: Any) -> None:
     assert _walked_json_chars(value) == len(json.dumps(value, ensure_ascii=False))
 
 
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=30,
+    )
+)
+def test_the_measured_size_is_json_dumps_size(value: Any) -> None:
+    # NaN and infinities too: a tool input is measured, never refused.
+    assert json_chars(value) == len(json.dumps(value, ensure_ascii=False))
+
+
 def test_a_value_too_deep_for_the_encoder_is_measured_by_the_walk() -> None:
     value = nest(DEEP, "é")
     with pytest.raises(RecursionError):
