@@ -127,18 +127,20 @@ def load_log(
     path = os.fspath(path)
     raw = _read_log(path)
     stem = file_stem(path)
+    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         text = raw.decode("utf-8-sig")
-        utf8 = raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw
+        utf8 = raw[bom:]
     except UnicodeDecodeError as exc:
         if exc.reason != "unexpected end of data":
             raise ImportFormatError(
                 f"{path} is not UTF-8 text ({exc}); logs must be JSON"
             ) from None
         # A live log caught while a character was being written: its last line is partial
-        # anyway (skipped as unreadable), and the next import reads it whole.
-        text = raw[: exc.start].decode("utf-8-sig")
-        utf8 = text.encode("utf-8")
+        # anyway (skipped as unreadable), and the next import reads it whole. (The error
+        # counts from after the byte order mark: utf-8-sig decodes what follows it.)
+        utf8 = raw[bom : bom + exc.start]
+        text = utf8.decode("utf-8")
     whole = _parse_whole(text)
     lines = _Lines(text)
     try:

@@ -501,7 +501,8 @@ def test_a_claude_code_log_reads_the_same_after_a_byte_order_mark_or_a_cut_chara
 ) -> None:
     # The Claude Code reader splits the file's UTF-8, not its text: a byte order mark is not
     # part of the first record, and a last line cut inside a character is skipped, as the text
-    # reading skips it.
+    # reading skips it. Behind a byte order mark the cut is where the character starts (it was
+    # three bytes early: the last complete record was cut and read as broken).
     records = [
         {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "héllo ✓ 😀"}},
         {"type": "assistant", "uuid": "a1", "message": {"role": "assistant", "content": "ok"}},
@@ -511,6 +512,8 @@ def test_a_claude_code_log_reads_the_same_after_a_byte_order_mark_or_a_cut_chara
         "plain": data,
         "bom": b"\xef\xbb\xbf" + data,
         "cut": data + '{"type": "user", "message": {"content": "😀'.encode()[:-2],
+        # the character cut right after the last complete line, behind a byte order mark
+        "bom_cut": b"\xef\xbb\xbf" + data + "😀".encode()[:2],
     }
     read = {}
     for name, raw in files.items():
@@ -518,7 +521,8 @@ def test_a_claude_code_log_reads_the_same_after_a_byte_order_mark_or_a_cut_chara
         (read[name],) = load_log(str(tmp_path / f"{name}.jsonl"))
     assert read["plain"].messages[0]["content"] == "héllo ✓ 😀"
     assert read["bom"].messages == read["cut"].messages == read["plain"].messages
-    assert read["plain"].notes == read["bom"].notes == []
+    assert read["bom_cut"].messages == read["plain"].messages
+    assert read["plain"].notes == read["bom"].notes == read["bom_cut"].notes == []
     assert read["cut"].notes == [f"1 {UNREADABLE}"]
 
 
