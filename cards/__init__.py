@@ -19,7 +19,7 @@ from ._card import (
 from ._errors import CardError, FileMissingError, FileUnreadableError, NotARegularFileError
 from ._pdf import PdfFacts, decode_text_string, probe_pdf
 from ._pdfsimple import SimplePdfText, open_simple_text
-from ._table import SheetExtent, xlsx_extent
+from ._table import SheetExtent, csv_cells, hide_lone_crs, xlsx_extent
 from ._zipdir import ZipEntry, count_zip_entries, inflate_member, walk_zip
 
 __all__ = [
@@ -37,7 +37,9 @@ __all__ = [
     "card_for",
     "card_for_descriptor",
     "count_zip_entries",
+    "csv_cells",
     "decode_text_string",
+    "hide_lone_crs",
     "human_size",
     "inflate_member",
     "open_simple_text",

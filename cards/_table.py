@@ -33,8 +33,10 @@ __all__ = [
     "MAX_HEADER_COLUMNS",
     "TABLE_TOOLS",
     "SheetExtent",
+    "csv_cells",
     "csv_facts",
     "parquet_facts",
+    "hide_lone_crs",
     "sniff_delimiter",
     "table_format",
     "workbook_facts",
@@ -124,19 +126,30 @@ def csv_facts(fd: int, size: int, fmt: str, codec: str) -> tuple[dict[str, Any],
         end = text.find("\r")
     first = text[:end] if end >= 0 else text if whole else ""
     first = first.removesuffix("\r")
-    cells = _cells(first, delimiter) if first else []
+    cells = csv_cells(first, delimiter) if first else []
     return {"delimiter": delimiter, "columns": len(cells), "header": _header(cells)}, notes
 
 
-def _cells(line: str, delimiter: str) -> list[str]:
-    """The cells of one line; the csv module would refuse a lone CR in an unquoted cell, so it
-    reads a mark that is not in the line in its place."""
-    if "\r" not in line:
-        return next(csv.reader([line], delimiter=delimiter), [])
-    present = set(line)
-    mark = next(chr(c) for c in range(0xE000, 0x110000) if chr(c) not in present)
-    cells = next(csv.reader([_LONE_CR.sub(mark, line)], delimiter=delimiter), [])
-    return [c.replace(mark, "\r") for c in cells]
+def hide_lone_crs(text: str) -> tuple[str, str | None]:
+    """``text`` with each lone CR replaced by a mark that is nowhere in it, and the mark (None
+    when there is no lone CR). Rows are lines that end at LF, as file_read numbers them; the
+    csv module would end a line at a lone CR too (or refuse one in an unquoted field), so it
+    reads the mark, and each cell gets its CRs back."""
+    if "\r" not in text or _LONE_CR.search(text) is None:
+        return text, None
+    mark = "\ue000"
+    if mark in text:
+        present = set(text)
+        mark = next(chr(c) for c in range(0xE000, 0x110000) if chr(c) not in present)
+    return _LONE_CR.sub(mark, text), mark
+
+
+def csv_cells(line: str, delimiter: str) -> list[str]:
+    """The cells of one record (a line, or the lines of its quoted line breaks), its lone
+    CRs kept."""
+    text, mark = hide_lone_crs(line)
+    cells = next(csv.reader([text], delimiter=delimiter), [])
+    return cells if mark is None else [c.replace(mark, "\r") for c in cells]
 
 
 def _column_number(letters: str) -> int:

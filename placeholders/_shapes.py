@@ -26,6 +26,7 @@ __all__ = [
     "is_injected_text",
     "is_meta",
     "json_chars",
+    "json_text",
     "load_input",
     "nested_deeper",
     "one_line",
@@ -358,26 +359,32 @@ def load_input(text: str) -> Any:
     return value
 
 
-# json.dumps(value, ensure_ascii=False) without a new encoder each call (the sizes of every
-# stored tool input are measured with it).
+# json.dumps(value, ensure_ascii=False), with and without NaN, built once.
 _UNESCAPED = json.JSONEncoder(ensure_ascii=False)
+_UNESCAPED_FINITE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 _c_encode_basestring: Any = json.encoder.encode_basestring  # the C one where it exists
+
+
+def json_text(value: Any, *, allow_nan: bool = True) -> str:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=allow_nan)``: the C encoder called
+    without ``JSONEncoder.encode``'s two Python frames (for a short value they cost as much as
+    the encoding), with a fresh circular-reference table each call, as ``encode`` makes.
+    Raises what ``json.dumps`` raises (TypeError, ValueError, RecursionError)."""
+    encoder = _UNESCAPED if allow_nan else _UNESCAPED_FINITE
+    if _c_make_encoder is None:  # a Python without the C accelerator
+        return encoder.encode(value)
+    chunks = _c_make_encoder(
+        {}, encoder.default, _c_encode_basestring, None, ": ", ", ", False, False, allow_nan
+    )(value, 0)
+    return "".join(chunks)
 
 
 def json_chars(value: Any) -> int:
     """``len(json.dumps(value, ensure_ascii=False))``, the size of a tool input; a value
     nested deeper than the encoder goes is measured by a walk, to the same count."""
     try:
-        if _c_make_encoder is None:  # a Python without the C accelerator
-            return len(_UNESCAPED.encode(value))
-        # What _UNESCAPED.encode calls, without its two Python frames (most tool inputs are
-        # short: the frames cost as much as the encoding); a fresh circular-reference table
-        # each call, as encode makes.
-        chunks = _c_make_encoder(
-            {}, _UNESCAPED.default, _c_encode_basestring, None, ": ", ", ", False, False, True
-        )(value, 0)
-        return len("".join(chunks))
+        return len(json_text(value))
     except RecursionError:
         return _walked_json_chars(value)
 

@@ -20,7 +20,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from leanreplay.placeholders import SPLIT_KEY, content_chars, nested_deeper, role_of
+from leanreplay.placeholders import (
+    SPLIT_KEY,
+    content_chars,
+    json_text,
+    nested_deeper,
+    role_of,
+)
 
 from .._errors import (
     BusyError,
@@ -52,25 +58,6 @@ MAX_ID_CHARS = 256
 # Levels of lists and dicts one message may nest: where Python 3.11's JSON encoder stopped
 # (3.12 and later go about ten times deeper), the same on every Python.
 MAX_MESSAGE_DEPTH = 950
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # json.dumps, built once
-
-
-def _encode(message: Mapping[str, Any]) -> str:
-    """``_ENCODER.encode(message)``, the same C encoder called without its two Python frames
-    (a third of the encoding time of a short message); a fresh circular-reference table each
-    call, as ``encode`` makes."""
-    if _c_make_encoder is None:  # a Python without the C accelerator
-        return _ENCODER.encode(message)
-    chunks = _c_make_encoder(
-        {}, _ENCODER.default, _c_encode_basestring, None, ": ", ", ", False, False, False
-    )(message, 0)
-    return "".join(chunks)
-
-
-_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
-_c_encode_basestring: Any = json.encoder.encode_basestring  # the C one where it exists
 
 
 @dataclass(frozen=True)
@@ -156,7 +143,7 @@ def encode_message(message: Mapping[str, Any]) -> str:
     # 10,000, and the readers walk what is stored with Python's own recursion. Every level
     # opens with a bracket in the text, so a body with few brackets is not walked at all.
     try:
-        body = _encode(message)
+        body = json_text(message, allow_nan=False)
     except RecursionError:
         raise _too_deep() from None
     except (TypeError, ValueError) as exc:

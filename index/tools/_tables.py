@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from leanreplay.cards import xlsx_extent
+from leanreplay.cards import csv_cells, hide_lone_crs, xlsx_extent
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
 from .._limits import MAX_ANSWER_CHARS
@@ -249,31 +249,6 @@ def _line_start(index: LineIndex, line: int) -> int | None:
 
 # A CR that ends no line: one not before a LF, and not the file's last byte (where file_read
 # drops it as it drops the CR of a CRLF).
-_LONE_CR = re.compile(r"\r(?!\n|\Z)")
-
-
-def _hide_lone_crs(text: str) -> tuple[str, str | None]:
-    """``text`` with each lone CR replaced by a mark that is nowhere in it, and the mark (None
-    when there is no lone CR). Rows are lines that end at LF, as file_read numbers them; the
-    csv module would end a line at a lone CR too (or refuse one in an unquoted field), so it
-    reads the mark, and each cell gets its CRs back."""
-    if "\r" not in text or _LONE_CR.search(text) is None:
-        return text, None
-    mark = "\ue000"
-    if mark in text:
-        present = set(text)
-        mark = next(chr(c) for c in range(0xE000, 0x110000) if chr(c) not in present)
-    return _LONE_CR.sub(mark, text), mark
-
-
-def _csv_cells(line: str, delimiter: str) -> list[str]:
-    """The cells of one record (a line, or the lines of its quoted line breaks), its lone
-    CRs kept."""
-    text, mark = _hide_lone_crs(line)
-    cells = next(csv.reader([text], delimiter=delimiter), [])
-    return cells if mark is None else [c.replace(mark, "\r") for c in cells]
-
-
 def read_csv_rows(
     table: TableFile,
     index: LineIndex,
@@ -291,7 +266,7 @@ def read_csv_rows(
             "records with table_query (the table is t)"
         )
     header_line = head.split(b"\n", 1)[0].removesuffix(b"\r").decode("utf-8", "replace")
-    header = _csv_cells(header_line.removeprefix("\ufeff"), table.delimiter)
+    header = csv_cells(header_line.removeprefix("\ufeff"), table.delimiter)
     grid = _Grid(_pick(header, columns), header)
     start = _line_start(index, first)
     if start is None:
@@ -330,7 +305,7 @@ def read_csv_rows(
     text = data.decode("utf-8", "replace")
     if start == 0:
         text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no part of row 1
-    text, mark = _hide_lone_crs(text)
+    text, mark = hide_lone_crs(text)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=table.delimiter)
     data_end = pos + len(data)
     lines_read = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
@@ -368,7 +343,7 @@ def read_csv_rows(
                     if scan.start == 0:
                         whole = whole.removeprefix(codecs.BOM_UTF8)
                     try:
-                        cells = _csv_cells(whole.decode("utf-8", "replace"), table.delimiter)
+                        cells = csv_cells(whole.decode("utf-8", "replace"), table.delimiter)
                     except csv.Error as exc:
                         notes.append(scan.refused(number, exc))
                         resume = scan.last_line(number) + 1

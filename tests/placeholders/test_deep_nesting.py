@@ -5,6 +5,7 @@ inside tool results are walked without recursion, and sizes are measured to the 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -24,7 +25,7 @@ from leanreplay.placeholders import (
     repair_pairing,
     replay,
 )
-from leanreplay.placeholders._shapes import _walked_json_chars, json_chars, load_input
+from leanreplay.placeholders._shapes import _walked_json_chars, json_chars, json_text, load_input
 
 DEEP = 30_000  # far past the JSON module's limit on every Python (3.11: ~1,000; 3.13: ~10,000)
 BIG = "y" * 3_000  # a string field long enough to be elided when inspected
@@ -195,6 +196,25 @@ def test_the_walked_size_is_the_encoders_size(value: Any) -> None:
 def test_the_measured_size_is_json_dumps_size(value: Any) -> None:
     # NaN and infinities too: a tool input is measured, never refused.
     assert json_chars(value) == len(json.dumps(value, ensure_ascii=False))
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=30,
+    ),
+    st.booleans(),
+)
+def test_json_text_is_json_dumps(value: Any, allow_nan: bool) -> None:
+    # The stored encoding of a message (allow_nan=False) and the measure of a tool input.
+    try:
+        expected = json.dumps(value, ensure_ascii=False, allow_nan=allow_nan)
+    except ValueError as refusal:
+        with pytest.raises(ValueError, match=re.escape(str(refusal))):
+            json_text(value, allow_nan=allow_nan)
+    else:
+        assert json_text(value, allow_nan=allow_nan) == expected
 
 
 def test_a_value_too_deep_for_the_encoder_is_measured_by_the_walk() -> None:
