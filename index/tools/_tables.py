@@ -707,9 +707,12 @@ def query_table(
                 con.execute(f"CREATE VIEW t AS SELECT * FROM {reader.format(literal(paths[0]))}")
             columns = [d[0] for d in con.execute("SELECT * FROM t LIMIT 0").description]
         except duckdb.Error as exc:
-            raise WrongFileTypeError(
-                f"{shown!r} cannot be read as a {table.format} table: {clean_error(exc, hidden)}"
-            ) from None
+            message = f"{shown!r} cannot be read as a {table.format} table: "
+            message += clean_error(exc, hidden)
+            hint = _stray_cr_hint(source) if text and isinstance(source, OpenFile) else ""
+            if hint:
+                message = f"{message.rstrip('.')}. {hint}"
+            raise WrongFileTypeError(message) from None
         check_select(con, sql, columns)
         timer = threading.Timer(MAX_QUERY_SECONDS, con.interrupt)
         timer.start()
@@ -776,6 +779,37 @@ def query_table(
         "notes": notes,
     }
     return out
+
+
+_STRAY_CR = re.compile(rb"\r(?!\n)")
+_STRAY_CR_SCAN_BYTES = 64 * 1024 * 1024  # how far a failed query looks for one
+
+
+def _stray_cr_hint(f: OpenFile) -> str:
+    """Why DuckDB failed, when it is a CR that no LF follows in a file whose lines end at LF
+    (DuckDB ends a row at every CR outside quotes, and cannot be told not to): the line it is
+    on, and the tool that reads the file. Empty when the first 64 MiB hold none, or no LF (an
+    old Mac file, which DuckDB reads)."""
+    line, pos, seen_lf = 1, 0, False
+    stop = min(f.size, _STRAY_CR_SCAN_BYTES)
+    while pos < stop:
+        size = min(CHUNK, stop - pos)
+        chunk = os.pread(f.fd, size + 1, pos)  # one byte more: what follows a last CR
+        found = _STRAY_CR.search(chunk)
+        if found is not None and found.start() < size and pos + found.end() < f.size:
+            before = chunk.count(b"\n", 0, found.start())
+            if not (seen_lf or before or b"\n" in chunk):
+                return ""
+            return (
+                f"Line {line + before:,} holds a CR that no LF follows, and DuckDB ends a row "
+                "at every CR outside quotes: table_read reads this file (its rows end at LF, "
+                "the CR kept in its cell), or quote that cell."
+            )
+        count = chunk.count(b"\n", 0, size)
+        seen_lf = seen_lf or count > 0
+        line += count
+        pos += size
+    return ""
 
 
 def table_file(f: OpenFile) -> TableFile:

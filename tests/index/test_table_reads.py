@@ -661,6 +661,31 @@ def test_a_lone_cr_inside_a_line_is_a_character_of_its_row(
     assert (card.facts["lines"], card.facts["header"], card.warnings) == (4, ["a\rb", "c"], ())
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 4 << 20])
+@pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_table_query_names_the_line_of_a_cr_no_lf_follows(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str, chunk: int
+) -> None:
+    # DuckDB ends a row at every CR outside quotes (new_line cannot stop it): its refusal
+    # names the line, found whatever the scan's chunks (a CRLF split across two is no
+    # stray CR), and the tool that reads the file.
+    monkeypatch.setattr(_tables, "CHUNK", chunk)
+    path = tmp_path / "root" / "stray.csv"
+    path.write_bytes(end.join(["a,b", "1,2", "3,x\ry", "5,6", ""]).encode())
+    with pytest.raises(WrongFileTypeError) as caught:
+        ws.table_query(path.name, "SELECT * FROM t")
+    assert str(caught.value).startswith(f"{str(path)!r} cannot be read as a csv table: ")
+    assert str(caught.value).endswith(
+        ". Line 3 holds a CR that no LF follows, and DuckDB ends a row at every CR outside "
+        "quotes: table_read reads this file (its rows end at LF, the CR kept in its cell), or "
+        "quote that cell."
+    )
+    assert ws.table_read(path.name, rows="3")["rows"] == [[3, "3", "x\ry"]]
+    # Quoted, DuckDB reads it.
+    path.write_bytes(end.join(["a,b", "1,2", '3,"x\ry"', "5,6", ""]).encode())
+    assert ws.table_query(path.name, "SELECT b FROM t WHERE a = 3")["rows"] == [["x\ry"]]
+
+
 def test_an_old_mac_file_is_refused_by_table_read_and_read_by_table_query(
     ws: Workspace, tmp_path: Path
 ) -> None:
