@@ -18,11 +18,13 @@ file content, so a query binds ``t`` without sampling the file again. One of `CO
 or more gets a columnar copy (a DuckDB database under the home, keyed by the file's content
 fingerprint) built after its first query by a background process at the lowest CPU priority;
 queries scan the file in place (as fast as DuckDB on the file) until the copy is ready, and
-the copy after that.
+the copy after that. The most recent copy's database stays open between queries (each query
+a cursor of its own), so a repeated query finds its blocks in DuckDB's buffer pool.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -31,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -48,6 +51,7 @@ __all__ = [
     "check_select",
     "clean_error",
     "connect",
+    "copy_cursor",
     "copy_path",
     "fd_path",
     "literal",
@@ -102,11 +106,9 @@ def settings(scratch: str, *, threads: int, memory: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def connect(
-    files: Sequence[OpenFile | str], scratch_root: str, database: str = ":memory:"
-) -> Iterator[tuple[Any, list[str]]]:
-    """A DuckDB connection that may read only ``files`` (open files, or our own cache paths)
-    and, read-only, ``database``; yields it and the paths that name ``files`` in SQL."""
+def connect(files: Sequence[OpenFile | str], scratch_root: str) -> Iterator[tuple[Any, list[str]]]:
+    """An in-memory DuckDB connection that may read only ``files`` (open files, or our own
+    cache paths); yields it and the paths that name ``files`` in SQL."""
     import duckdb
 
     os.makedirs(scratch_root, exist_ok=True)
@@ -117,8 +119,7 @@ def connect(
                 stack.enter_context(fd_path(f)) if isinstance(f, OpenFile) else f for f in files
             ]
             con = duckdb.connect(
-                database,
-                read_only=database != ":memory:",
+                ":memory:",
                 config=settings(scratch, threads=QUERY_THREADS, memory=MAX_QUERY_MEMORY),
             )
             try:
@@ -131,6 +132,87 @@ def connect(
                 con.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _OpenCopy:
+    """A columnar copy's database, open read-only and locked as `connect` locks its
+    connections, with the scratch folder it spills to and the queries using it."""
+
+    def __init__(self, path: str, scratch_root: str) -> None:
+        import duckdb
+
+        os.makedirs(scratch_root, exist_ok=True)
+        self.scratch = tempfile.mkdtemp(prefix="copy-q-", dir=scratch_root)
+        self.users = 0
+        self.evicted = False
+        try:
+            self.con = duckdb.connect(
+                path,
+                read_only=True,
+                config=settings(self.scratch, threads=QUERY_THREADS, memory=MAX_QUERY_MEMORY),
+            )
+            self.con.execute("SET enable_progress_bar = false")  # it would print to stdout
+            self.con.execute("SET allowed_paths = ?", [[]])
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
+        except BaseException:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
+
+    def close(self) -> None:
+        self.con.close()  # its cursors too: only once no query uses it
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+# The copies kept open between queries, most recent last: a repeated query then finds the
+# copy's blocks in DuckDB's buffer pool instead of reading them again (a 1 GB CSV's copy:
+# 137 -> 93 ms for a GROUP BY). One is kept: its pool (at most MAX_QUERY_MEMORY) stays
+# allocated while it is open.
+COPIES_KEPT_OPEN = 1
+_open_copies: OrderedDict[tuple[str, int, int], _OpenCopy] = OrderedDict()
+_open_copies_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def copy_cursor(copy: str, scratch_root: str) -> Iterator[tuple[Any, list[str]]]:
+    """A cursor on the columnar copy at ``copy`` (as `connect` yields: with no file paths),
+    its database kept open for the next query. A copy replaced on disk (another inode or
+    mtime) is opened anew."""
+    st = os.stat(copy)
+    key = (copy, st.st_ino, st.st_mtime_ns)
+    with _open_copies_lock:
+        entry = _open_copies.pop(key, None) or _OpenCopy(copy, scratch_root)
+        _open_copies[key] = entry
+        entry.users += 1
+        while len(_open_copies) > COPIES_KEPT_OPEN:
+            _, old = _open_copies.popitem(last=False)
+            old.evicted = True
+            if not old.users:
+                old.close()
+        try:
+            cursor = entry.con.cursor()
+        except BaseException:
+            entry.users -= 1
+            raise
+    try:
+        yield cursor, []
+    finally:
+        cursor.close()
+        with _open_copies_lock:
+            entry.users -= 1
+            if entry.evicted and not entry.users:
+                entry.close()
+
+
+@atexit.register
+def close_open_copies() -> None:
+    """Close every copy kept open (and remove its scratch folder)."""
+    with _open_copies_lock:
+        while _open_copies:
+            _, entry = _open_copies.popitem()
+            entry.evicted = True
+            if not entry.users:
+                entry.close()
 
 
 _DESCRIPTOR = re.compile(r"/(?:proc/self|proc/\d+|dev)/fd/\d+")

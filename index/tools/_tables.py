@@ -37,6 +37,7 @@ from ._duck import (
     check_select,
     clean_error,
     connect,
+    copy_cursor,
     copy_path,
     fd_path,
     literal,
@@ -691,8 +692,8 @@ def query_table(
     size = source.size if isinstance(source, OpenFile) else os.path.getsize(source)
     big = text and size >= COPY_MIN_BYTES
     copy = copy_path(key, cache_dir) if big else None
-    files = [] if copy is not None else [source]
-    with connect(files, scratch, copy or ":memory:") as (con, paths):
+    opened = copy_cursor(copy, scratch) if copy is not None else connect([source], scratch)
+    with opened as (con, paths):
         # What an error may name: the file as the caller gave it, never our descriptors,
         # copies or scratch folders under the home.
         shown = shown_path or table.file.path

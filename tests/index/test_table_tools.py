@@ -309,6 +309,77 @@ def test_large_text_tables_get_a_columnar_copy_in_the_background(
     assert ws.table_query("sales.xlsx", "SELECT count(*) FROM t")["rows"] == [[5]]
 
 
+@pytest.mark.usefixtures("builders_waited_for")
+def test_a_copy_stays_open_between_queries_and_is_closed_when_replaced(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Repeated queries on a copy open its database once (its blocks stay in DuckDB's
+    # buffer pool); a new copy (the file changed) is opened and the old one closed, its
+    # scratch folder removed.
+    import duckdb
+
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
+    _duck.close_open_copies()
+    name, _ = big_csv(ws, 300)
+    sql = "SELECT count(*) AS n, max(id) AS top FROM t"
+    ws.table_query(name, sql)
+    tables = Path(ws.home) / "tables"
+    copy = wait_for_copy(tables)
+    opened: list[str] = []
+    real_connect = duckdb.connect
+
+    def counting_connect(database: str = ":memory:", *args: Any, **kwargs: Any) -> Any:
+        opened.append(database)
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counting_connect)
+    for _ in range(3):
+        assert ws.table_query(name, sql)["rows"] == [[300, 299]]
+    assert opened == [str(copy)]
+    (entry,) = _duck._open_copies.values()
+    big_csv(ws, 10)
+    assert ws.table_query(name, sql)["rows"] == [[10, 9]]  # in place, building its copy
+    new = wait_for_copy(tables, 2)
+    assert ws.table_query(name, sql)["rows"] == [[10, 9]]
+    assert opened[1:] == [":memory:", str(new)]  # the file in place, then its copy
+    assert list(_duck._open_copies.values()) != [entry]
+    assert not os.path.exists(entry.scratch)
+    _duck.close_open_copies()
+    assert not _duck._open_copies
+
+
+@pytest.mark.usefixtures("builders_waited_for")
+def test_a_copy_in_use_is_closed_only_after_its_query(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
+    monkeypatch.setattr(_duck, "COPIES_KEPT_OPEN", 1)
+    _duck.close_open_copies()
+    name, _ = big_csv(ws, 40)
+    ws.table_query(name, "SELECT 1 FROM t")
+    tables = Path(ws.home) / "tables"
+    first = wait_for_copy(tables)
+    scratch = Path(ws.home) / "tables" / "scratch"
+    other = first.with_name("other.duckdb")
+    shutil.copyfile(first, other)
+    with _duck.copy_cursor(str(first), str(scratch)) as (held, paths):
+        assert paths == []
+        with _duck.copy_cursor(str(other), str(scratch)) as (cursor, _):  # evicts the first
+            assert cursor.execute("SELECT count(*) FROM t").fetchall() == [(40,)]
+        assert held.execute("SELECT count(*) FROM t").fetchall() == [(40,)]  # still open
+        (kept,) = _duck._open_copies
+        assert kept[0] == str(other)
+    with pytest.raises(duckdb_error()):
+        held.execute("SELECT 1")  # closed once its query was done
+    _duck.close_open_copies()
+
+
+def duckdb_error() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
+
+
 def wait_for_copy(tables: Path, count: int = 1) -> Path:
     """The newest columnar copy under ``tables`` once ``count`` exist (they are built by a
     background process)."""
