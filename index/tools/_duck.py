@@ -136,15 +136,16 @@ def connect(files: Sequence[OpenFile | str], scratch_root: str) -> Iterator[tupl
 
 class _OpenCopy:
     """A columnar copy's database, open read-only and locked as `connect` locks its
-    connections, with the scratch folder it spills to and the queries using it."""
+    connections, with the scratch folder it spills to, the file it opened (inode and mtime)
+    and the queries using it."""
 
-    def __init__(self, path: str, scratch_root: str) -> None:
+    def __init__(self, path: str, scratch_root: str, stamp: tuple[int, int]) -> None:
         import duckdb
 
         os.makedirs(scratch_root, exist_ok=True)
         self.scratch = tempfile.mkdtemp(prefix="copy-q-", dir=scratch_root)
+        self.stamp = stamp
         self.users = 0
-        self.evicted = False
         try:
             self.con = duckdb.connect(
                 path,
@@ -164,12 +165,15 @@ class _OpenCopy:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-# The copies kept open between queries, most recent last: a repeated query then finds the
-# copy's blocks in DuckDB's buffer pool instead of reading them again (a 1 GB CSV's copy:
-# 137 -> 93 ms for a GROUP BY). One is kept: its pool (at most MAX_QUERY_MEMORY) stays
-# allocated while it is open.
+# The copies kept open between queries, by path, most recent last: a repeated query then
+# finds the copy's blocks in DuckDB's buffer pool instead of reading them again (a 1 GB CSV's
+# copy: 137 -> 93 ms for a GROUP BY). One is kept once its queries are done (its pool, at
+# most MAX_QUERY_MEMORY, stays allocated while it is open), besides those in use (never
+# closed under a query).
+# DuckDB opens a database file once per process (a second connect with another
+# configuration is refused), so a path has one entry, whoever uses it.
 COPIES_KEPT_OPEN = 1
-_open_copies: OrderedDict[tuple[str, int, int], _OpenCopy] = OrderedDict()
+_open_copies: OrderedDict[str, _OpenCopy] = OrderedDict()
 _open_copies_lock = threading.Lock()
 
 
@@ -177,42 +181,48 @@ _open_copies_lock = threading.Lock()
 def copy_cursor(copy: str, scratch_root: str) -> Iterator[tuple[Any, list[str]]]:
     """A cursor on the columnar copy at ``copy`` (as `connect` yields: with no file paths),
     its database kept open for the next query. A copy replaced on disk (another inode or
-    mtime) is opened anew."""
+    mtime: the same content, a copy is named by it) is opened anew once no query uses the
+    old one. Raises DuckDB's error when the copy does not open."""
     st = os.stat(copy)
-    key = (copy, st.st_ino, st.st_mtime_ns)
+    stamp = (st.st_ino, st.st_mtime_ns)
     with _open_copies_lock:
-        entry = _open_copies.pop(key, None) or _OpenCopy(copy, scratch_root)
-        _open_copies[key] = entry
+        entry = _open_copies.pop(copy, None)
+        if entry is not None and entry.stamp != stamp and not entry.users:
+            entry.close()
+            entry = None
+        if entry is None:
+            entry = _OpenCopy(copy, scratch_root, stamp)
+        _open_copies[copy] = entry
         entry.users += 1
-        while len(_open_copies) > COPIES_KEPT_OPEN:
-            _, old = _open_copies.popitem(last=False)
-            old.evicted = True
-            if not old.users:
-                old.close()
         try:
             cursor = entry.con.cursor()
         except BaseException:
             entry.users -= 1
             raise
+        finally:
+            _close_idle(COPIES_KEPT_OPEN)
     try:
         yield cursor, []
     finally:
         cursor.close()
         with _open_copies_lock:
             entry.users -= 1
-            if entry.evicted and not entry.users:
-                entry.close()
+            _close_idle(COPIES_KEPT_OPEN)
+
+
+def _close_idle(keep: int) -> None:
+    """Close the least recently used copies no query uses, all but ``keep`` of them (the
+    lock held)."""
+    idle = [path for path, entry in _open_copies.items() if not entry.users]
+    for path in idle[: max(len(idle) - keep, 0)]:
+        _open_copies.pop(path).close()
 
 
 @atexit.register
 def close_open_copies() -> None:
-    """Close every copy kept open (and remove its scratch folder)."""
+    """Close every copy kept open that no query uses (and remove its scratch folder)."""
     with _open_copies_lock:
-        while _open_copies:
-            _, entry = _open_copies.popitem()
-            entry.evicted = True
-            if not entry.users:
-                entry.close()
+        _close_idle(0)
 
 
 _DESCRIPTOR = re.compile(r"/(?:proc/self|proc/\d+|dev)/fd/\d+")

@@ -21,7 +21,7 @@ import re
 import threading
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -666,6 +666,28 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
+@contextlib.contextmanager
+def _table_connection(
+    source: OpenFile | str, copy: str | None, scratch: str
+) -> Iterator[tuple[Any, list[str], str | None]]:
+    """A cursor on the columnar copy when there is one and it opens; else a connection that
+    reads the file in place (as before the copy was built). Yields it, the paths naming the
+    file in SQL, and the copy used."""
+    import duckdb
+
+    with contextlib.ExitStack() as stack:
+        if copy is not None:
+            try:
+                con, paths = stack.enter_context(copy_cursor(copy, scratch))
+            except duckdb.Error:
+                copy = None  # an unreadable copy: the file itself still answers
+            else:
+                yield con, paths, copy
+                return
+        con, paths = stack.enter_context(connect([source], scratch))
+        yield con, paths, None
+
+
 def query_table(
     table: TableFile,
     sql: str,
@@ -692,8 +714,7 @@ def query_table(
     size = source.size if isinstance(source, OpenFile) else os.path.getsize(source)
     big = text and size >= COPY_MIN_BYTES
     copy = copy_path(key, cache_dir) if big else None
-    opened = copy_cursor(copy, scratch) if copy is not None else connect([source], scratch)
-    with opened as (con, paths):
+    with _table_connection(source, copy, scratch) as (con, paths, copy):
         # What an error may name: the file as the caller gave it, never our descriptors,
         # copies or scratch folders under the home.
         shown = shown_path or table.file.path

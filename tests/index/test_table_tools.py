@@ -349,35 +349,92 @@ def test_a_copy_stays_open_between_queries_and_is_closed_when_replaced(
 
 
 @pytest.mark.usefixtures("builders_waited_for")
-def test_a_copy_in_use_is_closed_only_after_its_query(
+def test_copies_in_use_stay_open_and_each_path_opens_once(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # DuckDB opens a database file once per process: a copy in use is never closed or opened
+    # a second time, whichever queries come between; once idle, all but the most recent
+    # close.
     monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
-    monkeypatch.setattr(_duck, "COPIES_KEPT_OPEN", 1)
     _duck.close_open_copies()
     name, _ = big_csv(ws, 40)
     ws.table_query(name, "SELECT 1 FROM t")
-    tables = Path(ws.home) / "tables"
-    first = wait_for_copy(tables)
-    scratch = Path(ws.home) / "tables" / "scratch"
+    first = wait_for_copy(Path(ws.home) / "tables")
+    scratch = str(Path(ws.home) / "tables" / "scratch")
     other = first.with_name("other.duckdb")
     shutil.copyfile(first, other)
-    with _duck.copy_cursor(str(first), str(scratch)) as (held, paths):
+    count = "SELECT count(*) FROM t"
+    with _duck.copy_cursor(str(first), scratch) as (held, paths):
         assert paths == []
-        with _duck.copy_cursor(str(other), str(scratch)) as (cursor, _):  # evicts the first
-            assert cursor.execute("SELECT count(*) FROM t").fetchall() == [(40,)]
-        assert held.execute("SELECT count(*) FROM t").fetchall() == [(40,)]  # still open
-        (kept,) = _duck._open_copies
-        assert kept[0] == str(other)
-    with pytest.raises(duckdb_error()):
-        held.execute("SELECT 1")  # closed once its query was done
+        with _duck.copy_cursor(str(other), scratch) as (cursor, _):
+            assert cursor.execute(count).fetchall() == [(40,)]
+        with _duck.copy_cursor(str(first), scratch) as (again, _):  # the same database
+            assert again.execute(count).fetchall() == [(40,)]
+        assert held.execute(count).fetchall() == [(40,)]
+        assert list(_duck._open_copies) == [str(other), str(first)]
+    assert list(_duck._open_copies) == [str(first)]  # the other, idle and older, closed
+    _duck.close_open_copies()
+    assert not _duck._open_copies
+
+
+@pytest.mark.usefixtures("builders_waited_for")
+def test_threads_query_two_copies_at_once(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An MCP server answers calls on threads: queries of two tables, each with its copy,
+    # interleave freely (each path opened once, none closed under a query).
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
+    _duck.close_open_copies()
+    name, _ = big_csv(ws, 40)
+    (root(ws) / "other.csv").write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(25)))
+    tables = Path(ws.home) / "tables"
+    ws.table_query(name, "SELECT 1 FROM t")
+    wait_for_copy(tables)
+    ws.table_query("other.csv", "SELECT 1 FROM t")
+    wait_for_copy(tables, 2)
+    calls = [name, "other.csv"] * 12
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(
+            pool.map(lambda n: ws.table_query(n, "SELECT count(*) FROM t")["rows"], calls)
+        )
+    assert counts == [[[40]], [[25]]] * 12
+    assert len(_duck._open_copies) == 1
     _duck.close_open_copies()
 
 
-def duckdb_error() -> type[Exception]:
-    import duckdb
-
-    return duckdb.Error
+@pytest.mark.usefixtures("builders_waited_for")
+def test_a_copy_replaced_on_disk_is_opened_anew_and_a_broken_one_is_read_around(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
+    _duck.close_open_copies()
+    name, _ = big_csv(ws, 40)
+    sql = "SELECT count(*) FROM t"
+    ws.table_query(name, sql)
+    copy = wait_for_copy(Path(ws.home) / "tables")
+    assert ws.table_query(name, sql)["rows"] == [[40]]
+    (entry,) = _duck._open_copies.values()
+    # The same bytes at the same path, another inode: while a query holds the old one it
+    # answers; once idle it is closed and the new file opened.
+    scratch = str(Path(ws.home) / "tables" / "scratch")
+    replacement = copy.with_name("replacement.tmp")
+    shutil.copyfile(copy, replacement)
+    with _duck.copy_cursor(str(copy), scratch):
+        os.replace(replacement, copy)
+        assert ws.table_query(name, sql)["rows"] == [[40]]
+        assert list(_duck._open_copies.values()) == [entry]
+    assert ws.table_query(name, sql)["rows"] == [[40]]
+    (reopened,) = _duck._open_copies.values()
+    assert reopened is not entry
+    assert reopened.stamp == (copy.stat().st_ino, copy.stat().st_mtime_ns)
+    # A copy DuckDB cannot open: the file is read in place, as before the copy was built.
+    _duck.close_open_copies()
+    broken = copy.with_name("broken.tmp")
+    broken.write_bytes(b"not a database" * 100)
+    os.replace(broken, copy)
+    assert ws.table_query(name, sql)["rows"] == [[40]]
+    assert ws.table_query(name, "SELECT max(id) FROM t")["rows"] == [[39]]
+    assert not _duck._open_copies
 
 
 def wait_for_copy(tables: Path, count: int = 1) -> Path:
