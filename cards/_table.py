@@ -101,6 +101,8 @@ def _header(cells: list[str]) -> list[str]:
     return [c[:MAX_HEADER_CHARS] for c in cells[:MAX_HEADER_COLUMNS]]
 
 
+# A CR that ends no line: one not before a LF, and not the text's last char (where file_read
+# drops it as it drops the CR of a CRLF).
 _LONE_CR = re.compile(r"\r(?!\n|\Z)")
 _OLD_MAC_NOTE = (
     "lines end with a lone CR (old Mac line ends): file_read and table_read number lines by "

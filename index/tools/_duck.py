@@ -123,10 +123,7 @@ def connect(files: Sequence[OpenFile | str], scratch_root: str) -> Iterator[tupl
                 config=settings(scratch, threads=QUERY_THREADS, memory=MAX_QUERY_MEMORY),
             )
             try:
-                con.execute("SET enable_progress_bar = false")  # it would print to stdout
-                con.execute("SET allowed_paths = ?", [paths])
-                con.execute("SET enable_external_access = false")
-                con.execute("SET lock_configuration = true")
+                _lock_down(con, paths)
                 yield con, paths
             finally:
                 con.close()
@@ -134,10 +131,20 @@ def connect(files: Sequence[OpenFile | str], scratch_root: str) -> Iterator[tupl
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _lock_down(con: Any, paths: list[str]) -> None:
+    """What every connection gets before any model SQL runs: only ``paths`` (and its scratch
+    folder) readable, no external access, and the configuration locked so no statement can
+    turn either back on."""
+    con.execute("SET enable_progress_bar = false")  # it would print to stdout
+    con.execute("SET allowed_paths = ?", [paths])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
 class _OpenCopy:
-    """A columnar copy's database, open read-only and locked as `connect` locks its
-    connections, with the scratch folder it spills to, the file it opened (inode and mtime)
-    and the queries using it."""
+    """A columnar copy's database, open read-only and locked down as `connect`'s are, with
+    the scratch folder it spills to, the file it opened (inode and mtime) and the queries
+    using it."""
 
     def __init__(self, path: str, scratch_root: str, stamp: tuple[int, int]) -> None:
         import duckdb
@@ -152,10 +159,7 @@ class _OpenCopy:
                 read_only=True,
                 config=settings(self.scratch, threads=QUERY_THREADS, memory=MAX_QUERY_MEMORY),
             )
-            self.con.execute("SET enable_progress_bar = false")  # it would print to stdout
-            self.con.execute("SET allowed_paths = ?", [[]])
-            self.con.execute("SET enable_external_access = false")
-            self.con.execute("SET lock_configuration = true")
+            _lock_down(self.con, [])
         except BaseException:
             shutil.rmtree(self.scratch, ignore_errors=True)
             raise

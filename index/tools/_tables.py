@@ -248,8 +248,6 @@ def _line_start(index: LineIndex, line: int) -> int | None:
     return offset + 1
 
 
-# A CR that ends no line: one not before a LF, and not the file's last byte (where file_read
-# drops it as it drops the CR of a CRLF).
 def read_csv_rows(
     table: TableFile,
     index: LineIndex,
