@@ -309,7 +309,23 @@ def test_large_text_tables_get_a_columnar_copy_in_the_background(
     assert ws.table_query("sales.xlsx", "SELECT count(*) FROM t")["rows"] == [[5]]
 
 
-@pytest.mark.usefixtures("builders_waited_for")
+@pytest.fixture
+def copies(monkeypatch: pytest.MonkeyPatch, builders_waited_for: None) -> Iterator[None]:
+    """Every text table counts as large, and no copy is open before or after the test."""
+    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
+    _duck.close_open_copies()
+    yield
+    _duck.close_open_copies()
+
+
+def csv_with_copy(ws: Workspace, rows: int, sql: str = "SELECT 1 FROM t") -> tuple[str, Path]:
+    """big_csv's table, queried once (in place) and then given its built copy."""
+    name, _ = big_csv(ws, rows)
+    ws.table_query(name, sql)
+    return name, wait_for_copy(Path(ws.home) / "tables")
+
+
+@pytest.mark.usefixtures("copies")
 def test_a_copy_stays_open_between_queries_and_is_closed_when_replaced(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,13 +334,9 @@ def test_a_copy_stays_open_between_queries_and_is_closed_when_replaced(
     # scratch folder removed.
     import duckdb
 
-    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
-    _duck.close_open_copies()
-    name, _ = big_csv(ws, 300)
     sql = "SELECT count(*) AS n, max(id) AS top FROM t"
-    ws.table_query(name, sql)
+    name, copy = csv_with_copy(ws, 300, sql)
     tables = Path(ws.home) / "tables"
-    copy = wait_for_copy(tables)
     opened: list[str] = []
     real_connect = duckdb.connect
 
@@ -348,18 +360,12 @@ def test_a_copy_stays_open_between_queries_and_is_closed_when_replaced(
     assert not _duck._open_copies
 
 
-@pytest.mark.usefixtures("builders_waited_for")
-def test_copies_in_use_stay_open_and_each_path_opens_once(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("copies")
+def test_copies_in_use_stay_open_and_each_path_opens_once(ws: Workspace) -> None:
     # DuckDB opens a database file once per process: a copy in use is never closed or opened
     # a second time, whichever queries come between; once idle, all but the most recent
     # close.
-    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
-    _duck.close_open_copies()
-    name, _ = big_csv(ws, 40)
-    ws.table_query(name, "SELECT 1 FROM t")
-    first = wait_for_copy(Path(ws.home) / "tables")
+    _, first = csv_with_copy(ws, 40)
     scratch = str(Path(ws.home) / "tables" / "scratch")
     other = first.with_name("other.duckdb")
     shutil.copyfile(first, other)
@@ -377,21 +383,16 @@ def test_copies_in_use_stay_open_and_each_path_opens_once(
     assert not _duck._open_copies
 
 
-@pytest.mark.usefixtures("builders_waited_for")
-def test_threads_query_two_copies_at_once(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("copies")
+def test_threads_query_two_copies_at_once(ws: Workspace) -> None:
     # An MCP server answers calls on threads: queries of two tables, each with its copy,
     # interleave freely (each path opened once, none closed under a query).
     from concurrent.futures import ThreadPoolExecutor
 
-    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
-    _duck.close_open_copies()
-    name, _ = big_csv(ws, 40)
+    name, _ = csv_with_copy(ws, 40)
     (root(ws) / "other.csv").write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(25)))
-    tables = Path(ws.home) / "tables"
-    ws.table_query(name, "SELECT 1 FROM t")
-    wait_for_copy(tables)
     ws.table_query("other.csv", "SELECT 1 FROM t")
-    wait_for_copy(tables, 2)
+    wait_for_copy(Path(ws.home) / "tables", 2)
     calls = [name, "other.csv"] * 12
     with ThreadPoolExecutor(4) as pool:
         counts = list(
@@ -399,19 +400,14 @@ def test_threads_query_two_copies_at_once(ws: Workspace, monkeypatch: pytest.Mon
         )
     assert counts == [[[40]], [[25]]] * 12
     assert len(_duck._open_copies) == 1
-    _duck.close_open_copies()
 
 
-@pytest.mark.usefixtures("builders_waited_for")
+@pytest.mark.usefixtures("copies")
 def test_a_copy_replaced_on_disk_is_opened_anew_and_a_broken_one_is_read_around(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+    ws: Workspace,
 ) -> None:
-    monkeypatch.setattr(_tables, "COPY_MIN_BYTES", 0)
-    _duck.close_open_copies()
-    name, _ = big_csv(ws, 40)
     sql = "SELECT count(*) FROM t"
-    ws.table_query(name, sql)
-    copy = wait_for_copy(Path(ws.home) / "tables")
+    name, copy = csv_with_copy(ws, 40, sql)
     assert ws.table_query(name, sql)["rows"] == [[40]]
     (entry,) = _duck._open_copies.values()
     # The same bytes at the same path, another inode: while a query holds the old one it
