@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
 from leanreplay.index._limits import MAX_ANSWER_CHARS
-from leanreplay.index.tools import _lines
 from leanreplay.index.tools._lines import (
     BLOCK,
     MAX_LINE_CHARS,
@@ -163,15 +162,6 @@ def test_index_of_a_grown_log_resumes_and_of_a_rewritten_file_restarts(ws: Works
     )
     path.write_text("\n".join(["c"] * 10) + "\n")  # rewritten, shorter
     assert ws.file_read("log.txt")["total_lines"] == 10
-
-
-def test_numpy_and_bytes_counters_agree() -> None:
-    assert _lines._np is not None, "numpy is a regular dependency"
-    scratch = _lines._Scratch()
-    for _ in range(3):
-        scratch.buf[:] = os.urandom(BLOCK)
-        expected = bytes(scratch.buf).count(b"\n")
-        assert _lines._count_block_numpy(scratch) == _lines._count_block_bytes(scratch) == expected
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,3 @@
+from typing_extensions import Buffer
+
+def count(buffer: Buffer, byte: int, /) -> int: ...
