@@ -28,6 +28,11 @@ __all__ = ["MAX_CONTENT_BYTES", "SimplePdfText", "open_simple_text"]
 # this bounds that list too: a simple page of text holds a few KiB).
 MAX_CONTENT_BYTES = 512 * 1024
 MIN_FONT_SIZE = 6.0  # PDFium's line test needs glyph boxes over 5 units high
+# PDFium decides a page's text flow from where its text lies (FindTextlineFlowOrientation):
+# text narrower than two line heights, or covering less of its width than of its height, is
+# read as vertical, and its lines run together. One left-aligned column with a line this long
+# (at least 3 em of glyphs, however narrow) is horizontal whatever the widths.
+MIN_LONGEST_LINE = 16
 
 # A content-stream token: a literal string without unescaped parentheses, a hex string, a
 # number, a name, an operator or bracket; comments and white space before it are skipped.
@@ -206,6 +211,8 @@ class SimplePdfText:
         leading = 0.0
         prev_y: float | None = None
         prev_height = 0.0
+        starts: set[float] = set()  # where each string starts, across the page
+        longest = 0
 
         def number(value: object) -> float:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -223,7 +230,7 @@ class SimplePdfText:
             tlm = tm = (a, d, e + tx * a, f + ty * d)
 
         def show(raw: object) -> None:
-            nonlocal prev_y, prev_height
+            nonlocal prev_y, prev_height, longest
             if not in_text or decode is None or not isinstance(raw, bytes):
                 raise _Decline
             if not raw:
@@ -239,6 +246,8 @@ class SimplePdfText:
             if prev_y is not None and prev_y - y < max(height, prev_height):
                 raise _Decline
             prev_y, prev_height = y, height
+            starts.add(round(ctm[0] * tm[2] + ctm[2], 1))
+            longest = max(longest, len(raw))
             shown.append((decode, raw))
 
         for string, hexa, num, name, op, _, bad in _TOKEN.findall(data):
@@ -353,6 +362,8 @@ class SimplePdfText:
             args = []
         if in_text or arrays:
             raise _Decline
+        if len(shown) > 1 and (max(starts) - min(starts) > 1.0 or longest < MIN_LONGEST_LINE):
+            raise _Decline  # not provably a horizontal page to PDFium (MIN_LONGEST_LINE)
         lines = []
         for decoder, group in groupby(shown, key=itemgetter(0)):  # a font's lines at once
             text = decoder(b"\n".join(raw for _, raw in group))

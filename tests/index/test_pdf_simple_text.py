@@ -291,6 +291,23 @@ def test_simple_samples_are_read_without_pdfium(name: str) -> None:
     assert read == pages
 
 
+def test_a_page_pdfium_may_read_as_vertical_is_declined(tmp_path: Path) -> None:
+    # Two one-letter lines, one above the other: PDFium takes the flow as vertical and reads
+    # "aa" (hypothesis found it). Left-aligned lines of 16 letters are horizontal to it.
+    stacked = b"BT /F1 7 Tf 10 TL 40 800 Td\nT* (a) Tj\nT* (a) Tj\nET\n"
+    column = b"BT /F1 7 Tf 10 TL 40 800 Td\nT* (abcdefghijklmnop) Tj\nT* (a) Tj\nET\n"
+    indented = b"BT /F1 7 Tf 10 TL 40 800 Td\nT* (abcdefghijklmnop) Tj\n30 -10 Td (a) Tj\nET\n"
+    path = tmp_path / "flow.pdf"
+    path.write_bytes(_pdf([stacked, column, indented], compress=False))
+    assert _pdfium_words(str(path))[0] == ["aa"]
+    texts = _texts(str(path))
+    assert texts is not None
+    assert texts[0] is None
+    assert texts[1] == "abcdefghijklmnop\na"
+    assert texts[2] is None
+    assert _compare(str(path)) == (1, 3)
+
+
 def test_pages_it_declines_are_read_by_pdfium(tmp_path: Path) -> None:
     # Page 2 uses a ToUnicode font (declined); the mix still comes out in page order.
     simple = b"BT /F1 12 Tf 14 TL 40 800 Td (first page) Tj ET\n"
