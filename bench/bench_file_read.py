@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._paired import Paired, load, measure, percentiles
 from leanreplay.index import Workspace
-from leanreplay.index.tools._lines import _np
+from leanreplay.index.tools import _lines
 
 LINE = b"2026-11-30T05:00:00Z worker-%d INFO request %09d served in 3ms path=/api/v1/items ok\n"
 
@@ -69,7 +69,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gb", type=float, default=2.0)
     args = parser.parse_args()
-    report: dict[str, object] = {"numpy": _np is not None, "cpu_count": os.cpu_count()}
+    # Which newline count the line index uses: the C counter, else NumPy, else bytes.count.
+    counter = _lines._count_block.__name__.removeprefix("_count_block_")
+    report: dict[str, object] = {"counter": counter, "cpu_count": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="bench_file_read_") as tmp:
         root = Path(tmp)
         big = root / "big.log"

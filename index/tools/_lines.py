@@ -67,6 +67,9 @@ MAX_SEARCH_LINE_CHARS = 300
 MAX_SEARCH_SECONDS = 20.0
 INDEX_VERSION = 1
 _WINDOW = 64 * 1024
+_PIECE = 32 * 1024  # newline_offset reads its block this much at a time
+_FIRST_READ = 4096  # read_lines' first read: this, plus _LINE_GUESS bytes a line asked for
+_LINE_GUESS = 160
 _FINGERPRINT_BYTES = 4096
 MEMO_FILES = 64  # line indexes a process keeps loaded, most recently used first to stay
 _save_lock = threading.Lock()
@@ -369,9 +372,15 @@ class LineIndex:
             base, need = block * BLOCK, k - cumulative[block]
         else:
             base, need = len(self.counts) * BLOCK, k - cumulative[-1]
-        data = self.pread(BLOCK, base)
-        pos = _nth(data, need)
-        return None if pos < 0 else base + pos
+        # The block in pieces, each counted as it is read: on average half of it is copied.
+        end = min(base + BLOCK, self.file.size)
+        for at in range(base, end, _PIECE):
+            data = self.pread(_PIECE, at)
+            found = _count_newlines(data)
+            if found >= need:
+                return at + _nth(data, need)
+            need -= found
+        return None
 
 
 def _nth(data: bytes, n: int) -> int:
@@ -426,9 +435,17 @@ def read_lines(index: LineIndex, start_line: int, end_line: int | None) -> dict[
         rel = pos - buf_at
         nl = buf.find(b"\n", rel)
         if nl < 0 and (len(buf) - rel < _WINDOW or rel > 0):
-            buf, buf_at = index.pread(_WINDOW * 2, pos), pos
+            # The first read is sized to the lines asked for (a 50-line read copies 12 KiB,
+            # not 128); when that guess holds no newline, the whole window is read.
+            want = _WINDOW * 2
+            if not out and not buf:
+                want = min(want, _FIRST_READ + _LINE_GUESS * (last - line_no + 1))
+            buf, buf_at = index.pread(want, pos), pos
             rel = 0
             nl = buf.find(b"\n")
+            if nl < 0 and len(buf) == want < _WINDOW * 2:
+                buf = index.pread(_WINDOW * 2, pos)
+                nl = buf.find(b"\n")
         if nl < 0 and len(buf) - rel >= _WINDOW * 2 - 1:
             # A very long line: show its head, find its end through the index.
             text = _decode(buf[rel : rel + 4 * MAX_LINE_CHARS])[:MAX_LINE_CHARS]
