@@ -55,6 +55,8 @@ class CustomBuildHook(BuildHookInterface):
         try:
             built = compile_extension(source, target)
         except (OSError, subprocess.CalledProcessError) as exc:
+            if not editable:
+                shutil.rmtree(target, ignore_errors=True)
             detail = getattr(exc, "stderr", None) or str(exc)
             self.app.display_warning(
                 f"leanreplay: {SOURCE} did not compile, so file_read's newline count falls "

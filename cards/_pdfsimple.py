@@ -31,8 +31,10 @@ MIN_FONT_SIZE = 6.0  # PDFium's line test needs glyph boxes over 5 units high
 # PDFium decides a page's text flow from where its text lies (FindTextlineFlowOrientation):
 # text narrower than two line heights, or covering less of its width than of its height, is
 # read as vertical, and its lines run together. One left-aligned column with a line this long
-# is horizontal to it: 16 even of the narrowest Latin glyphs (about 0.19 em) span 3 em, over
-# two line heights, and the lines' boxes, all starting at one x, cover the column's width.
+# of one size is horizontal to it for the fonts this reader takes: 16 of even the narrowest
+# Latin glyphs (about 0.18 em; spaces are not counted) span 2.9 em, over two line heights, and
+# the lines' boxes, all starting at one x, cover the column's width. Not proven for fonts
+# whose /Widths are far narrower, or text running off the page.
 MIN_LONGEST_LINE = 16
 
 # A content-stream token: a literal string without unescaped parentheses, a hex string, a
@@ -213,6 +215,7 @@ class SimplePdfText:
         prev_y: float | None = None
         prev_height = 0.0
         starts: set[float] = set()  # where each string starts, across the page
+        heights: set[float] = set()  # PDFium's line height is the first string's
         longest = 0
 
         def number(value: object) -> float:
@@ -248,7 +251,8 @@ class SimplePdfText:
                 raise _Decline
             prev_y, prev_height = y, height
             starts.add(round(ctm[0] * tm[2] + ctm[2], 1))
-            longest = max(longest, len(raw))
+            heights.add(round(height, 2))
+            longest = max(longest, len(raw) - raw.count(b" "))  # spaces draw no box
             shown.append((decode, raw))
 
         for string, hexa, num, name, op, _, bad in _TOKEN.findall(data):
@@ -363,7 +367,9 @@ class SimplePdfText:
             args = []
         if in_text or arrays:
             raise _Decline
-        if len(shown) > 1 and (max(starts) - min(starts) > 1.0 or longest < MIN_LONGEST_LINE):
+        if len(shown) > 1 and (
+            max(starts) - min(starts) > 1.0 or len(heights) > 1 or longest < MIN_LONGEST_LINE
+        ):
             raise _Decline  # not provably a horizontal page to PDFium (MIN_LONGEST_LINE)
         lines = []
         for decoder, group in groupby(shown, key=itemgetter(0)):  # a font's lines at once
