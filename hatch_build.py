@@ -1,9 +1,11 @@
-"""Build hook: compiles the one C extension, ``index/tools/_bytecount.c`` (the newline count
-of file_read's line index), with the compiler the interpreter was built with.
+"""Build hook: compiles the C extensions with the compiler the interpreter was built with:
+``index/tools/_bytecount.c`` (the newline count of file_read's line index) and
+``cards/_predictor.c`` (the PNG predictors of a PDF's xref stream, undone for the probe).
 
-It is optional. Without a compiler or Python's headers the wheel is pure Python and the line
-index counts with NumPy instead (slower, same answers); the build says so in a warning.
-Set ``LEANREPLAY_PURE=1`` to skip it.
+They are optional. Without a compiler or Python's headers the wheel is pure Python: the line
+index counts with NumPy and the probe sums xref columns in Python instead (slower, and the
+same answers, except that pure Python gives up on a hostile stream's millions of Paeth rows
+sooner); the build says so in a warning. Set ``LEANREPLAY_PURE=1`` to skip them.
 """
 
 from __future__ import annotations
@@ -20,8 +22,18 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("index/tools/_bytecount.c")
-INSTALLED_AS = "leanreplay/index/tools"
+# Each extension's source, where the wheel installs it, and what the pure fallback does.
+EXTENSIONS = {
+    Path("index/tools/_bytecount.c"): (
+        "leanreplay/index/tools",
+        "file_read's newline count falls back to NumPy",
+    ),
+    Path("cards/_predictor.c"): (
+        "leanreplay/cards",
+        "the PDF probe sums xref stream columns in Python (and gives up sooner on a "
+        "hostile stream's millions of Paeth rows)",
+    ),
+}
 
 
 def compile_extension(source: Path, target_dir: Path) -> Path:
@@ -45,29 +57,38 @@ class CustomBuildHook(BuildHookInterface):
         if self.target_name != "wheel" or os.environ.get("LEANREPLAY_PURE") == "1":
             return
         if sys.platform == "win32":
-            self.app.display_warning("leanreplay: no C extension on Windows; NumPy counts lines")
-            return
-        source = Path(self.root) / SOURCE
-        # An editable install imports the extension from the source tree; a wheel takes it
-        # from a scratch folder (the tree's own copy, if any, is excluded from wheels).
-        editable = version == "editable"
-        target = source.parent if editable else Path(tempfile.mkdtemp(prefix="leanreplay-ext-"))
-        try:
-            built = compile_extension(source, target)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            if not editable:
-                shutil.rmtree(target, ignore_errors=True)
-            detail = getattr(exc, "stderr", None) or str(exc)
             self.app.display_warning(
-                f"leanreplay: {SOURCE} did not compile, so file_read's newline count falls "
-                f"back to NumPy (slower, same answers): {detail.strip()[-500:]}"
+                "leanreplay: no C extensions on Windows; NumPy counts lines and Python sums "
+                "xref columns"
             )
             return
-        build_data["pure_python"] = False
-        build_data["infer_tag"] = True
-        if not editable:
-            build_data["force_include"][str(built)] = f"{INSTALLED_AS}/{built.name}"
-            self._scratch = target
+        # An editable install imports the extensions from the source tree; a wheel takes them
+        # from a scratch folder (the tree's own copies, if any, are excluded from wheels).
+        editable = version == "editable"
+        scratch = None if editable else Path(tempfile.mkdtemp(prefix="leanreplay-ext-"))
+        built_any = False
+        for relative, (installed_as, fallback) in EXTENSIONS.items():
+            source = Path(self.root) / relative
+            target = source.parent if scratch is None else scratch
+            try:
+                built = compile_extension(source, target)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                detail = getattr(exc, "stderr", None) or str(exc)
+                self.app.display_warning(
+                    f"leanreplay: {relative} did not compile, so {fallback}; slower, with the "
+                    f"same answers otherwise: {detail.strip()[-500:]}"
+                )
+                continue
+            built_any = True
+            if scratch is not None:
+                build_data["force_include"][str(built)] = f"{installed_as}/{built.name}"
+        if scratch is not None and not built_any:
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch = None
+        if built_any:
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+        self._scratch = scratch
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         scratch = getattr(self, "_scratch", None)

@@ -42,7 +42,7 @@ from ._pdfxref import _StreamSection, _TableSection
 
 __all__ = ["PdfDocument"]
 
-_DIGITS = re.compile(rb"[0-9 \t\n\r\x0b\f]*")  # what bytes.split() splits on
+_DIGITS = b"0123456789 \t\n\r\x0b\f"  # digits, and what bytes.split() splits on
 
 
 class _Header:
@@ -314,7 +314,7 @@ class PdfDocument:
         if len(tokens) < 2 * n:
             raise Broken(f"object stream {stream_num} header lists fewer than {n} objects")
         del tokens[2 * n :]
-        if _DIGITS.fullmatch(head) is None:
+        if head.translate(None, _DIGITS):
             # Signs, underscores or worse: convert every number now, as int() takes them.
             try:
                 numbers: list[int] | None = list(map(int, tokens))
@@ -343,10 +343,11 @@ class PdfDocument:
             window = min(max(window, following - offset + 64), MAX_OBJECT_BYTES)
         while True:
             data = source.ensure(start + window)
-            # Parse within the window only: the inflated stream may hold far more.
+            # Parse within the window only: the inflated stream may hold far more (and the
+            # objects before this one are not copied).
             at_eof = source.done and len(data) <= start + window
             try:
-                return Parser(data[: start + window], start, at_eof=at_eof).parse()
+                return Parser(data[start : start + window], 0, at_eof=at_eof).parse()
             except Incomplete:
                 if window >= MAX_OBJECT_BYTES:
                     raise Broken(f"object {num} is larger than {MAX_OBJECT_BYTES} bytes") from None

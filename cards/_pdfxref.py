@@ -1,5 +1,5 @@
 """Cross-reference sections: classic tables (fixed 20-byte entries, sought by offset) and
-xref streams (decoded one row at a time)."""
+xref streams (decoded only as far as the rows looked up)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,12 @@ from ._pdfobj import (
     is_int,
 )
 from ._pdfstream import _byte_sum, _object_at, _parse_at, _png_decode, _stream_source
+
+_predictor: Any
+try:  # compiled at install time (hatch_build.py) when a C compiler is present
+    from . import _predictor
+except ImportError:  # the rows are summed in Python instead (same answers, slower)
+    _predictor = None
 
 
 class _TableSection:
@@ -126,6 +132,9 @@ class _StreamSection:
         self.offset = offset
         self.source = _stream_source(file, stream, keep_predictor=True)
         self.stride = self.row + (1 if self.source.predictor >= 10 else 0)
+        # Rows whose PNG predictors C has undone, from the first; None once C met a filter type
+        # it does not know (Python's decoding, which starts later, then answers alone).
+        self._undone: bytes | None = b"" if _predictor is not None else None
 
     @classmethod
     def at(cls, file: _File, offset: int) -> _StreamSection:
@@ -163,6 +172,14 @@ class _StreamSection:
             raise Broken(f"xref stream at offset {self.offset} ends before row {k}")
         if self.source.predictor < 10:
             return data[k * stride : k * stride + self.row]
+        if self._undone is not None:
+            undone = self._undone_row(k, data)
+            if undone is not None:
+                return undone
+        return self._summed_row(k, data)
+
+    def _summed_row(self, k: int, data: bytes) -> bytes:
+        stride = self.stride
         # PNG predictors: each row starts with its filter type. Writers almost always use Up
         # (2), where a row is the column-wise sum of all rows since the last unfiltered one;
         # sum just those columns instead of decoding every row.
@@ -191,3 +208,25 @@ class _StreamSection:
         else:
             sums = [_byte_sum(data[first + 1 + j : stop : stride]) for j in range(self.row)]
         return bytes((b + total) & 0xFF for b, total in zip(base, sums, strict=True))
+
+    def _undone_row(self, k: int, data: bytes) -> bytes | None:
+        """Row ``k``, with C undoing the predictors of every inflated row not yet undone: the
+        probe's next lookups are then slices. None when a row has an unknown filter type.
+
+        C decodes every filter type at this speed, so the byte bound on Python's row-by-row
+        decoding (MAX_PREDICTOR_BYTES) does not apply here; a hostile stream costs at most
+        its inflated size (MAX_STREAM_BYTES)."""
+        assert self._undone is not None
+        row, done = self.row, len(self._undone) // self.row
+        if k >= done:
+            above = self._undone[-row:] if done else bytes(row)
+            rows = len(data) // self.stride
+            try:
+                fresh = _predictor.undo(
+                    memoryview(data)[done * self.stride : rows * self.stride], row, above
+                )
+            except ValueError:
+                self._undone = None
+                return None
+            self._undone += fresh
+        return self._undone[k * row : (k + 1) * row]

@@ -18,6 +18,9 @@ from leanreplay.cards._pdfobj import Broken
 from leanreplay.cards._pdfxref import _StreamSection, _TableSection
 from tests.pdfgen import png_encode
 
+# Every test here runs with the C row decoder and with Python's (tests/cards/conftest.py).
+pytestmark = pytest.mark.usefixtures("row_decoder")
+
 Entry = tuple[int, int, int]  # type, field 2, field 3 (as in an xref stream row)
 
 
@@ -88,7 +91,12 @@ def _xref_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, object], list[int]]
     return body, expected, outside
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The row decoder fixture is the same for every example.
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(_xref_streams())
 def test_xref_stream_rows_read_back_as_written(
     tmp_path_factory: pytest.TempPathFactory, case: tuple[bytes, dict[int, object], list[int]]

@@ -1,6 +1,7 @@
 """The C newline counter of file_read's line index (index/tools/_bytecount.c), built by
 hatch_build.py: the same answers as bytes.count, whatever the length, alignment or byte, and
-shipped in the wheel (a pure wheel when asked, or when nothing compiles)."""
+shipped in the wheel with the PDF probe's row decoder (a pure wheel when asked, or when
+nothing compiles)."""
 
 from __future__ import annotations
 
@@ -110,21 +111,37 @@ def _build_wheel(out: Path, **env: str) -> zipfile.ZipFile:
     return zipfile.ZipFile(wheel)
 
 
-def test_the_wheel_ships_the_counter_and_a_pure_wheel_does_not(
-    counter: ModuleType, tmp_path: Path
-) -> None:
-    with _build_wheel(tmp_path / "native") as wheel:
-        (built,) = [n for n in wheel.namelist() if n.endswith(".so")]
-        assert built.startswith("leanreplay/index/tools/_bytecount.")
-        tag = Path(wheel.filename or "").name.split("-", 2)[2]
-        assert tag.startswith(f"cp{sys.version_info.major}{sys.version_info.minor}-"), tag
-        wheel.extract(built, tmp_path / "native")
-    spec = importlib.util.spec_from_file_location("_bytecount", tmp_path / "native" / built)
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None
-    shipped = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(shipped)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_wheel_ships_both_extensions_and_a_pure_wheel_does_not(
+    counter: ModuleType, tmp_path: Path
+) -> None:
+    from leanreplay.cards import _pdfxref
+
+    if _pdfxref._predictor is None:  # built by the same hook: a machine has both or neither
+        pytest.fail("the newline counter was built but cards/_predictor.c was not")
+    with _build_wheel(tmp_path / "native") as wheel:
+        built = sorted(n for n in wheel.namelist() if n.endswith(".so"))
+        assert [Path(n).parent.as_posix() for n in built] == [
+            "leanreplay/cards",
+            "leanreplay/index/tools",
+        ]
+        assert [Path(n).name.split(".")[0] for n in built] == ["_predictor", "_bytecount"]
+        tag = Path(wheel.filename or "").name.split("-", 2)[2]
+        assert tag.startswith(f"cp{sys.version_info.major}{sys.version_info.minor}-"), tag
+        for name in built:
+            wheel.extract(name, tmp_path / "native")
+    predictor = _load(tmp_path / "native" / built[0], "_predictor")
+    shipped = _load(tmp_path / "native" / built[1], "_bytecount")
     assert shipped.count(b"a\nb\n\n", 10) == 3
+    assert predictor.undo(b"\x02\x01\x02\x02\x01\x01", 2, b"\x0a\x0a") == b"\x0b\x0c\x0c\x0d"
     with _build_wheel(tmp_path / "pure", LEANREPLAY_PURE="1") as wheel:
         assert not [n for n in wheel.namelist() if n.endswith(".so")]
         assert Path(wheel.filename or "").name.endswith("py3-none-any.whl")

@@ -1,0 +1,3 @@
+from typing_extensions import Buffer
+
+def undo(data: Buffer, columns: int, above: Buffer, /) -> bytes: ...

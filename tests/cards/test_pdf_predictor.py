@@ -1,0 +1,140 @@
+"""The C row decoder of xref streams (cards/_predictor.c): rows of every PNG filter type
+decode as Pillow decodes them, from any row above, in one call or in pieces, whatever the
+width (the SIMD path takes rows of up to 16 bytes); bad arguments are refused."""
+
+from __future__ import annotations
+
+import io
+import re
+import zlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from leanreplay.cards import _pdfxref, pdf_facts
+from leanreplay.cards._pdfstream import _png_decode
+from tests.cards.conftest import require_predictor
+from tests.cards.test_pdf_streams import _png
+from tests.pdfgen import png_encode, three_pages
+
+
+@pytest.fixture(scope="module")
+def predictor() -> ModuleType:
+    require_predictor()
+    return _pdfxref._predictor  # type: ignore[no-any-return]
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> tuple[bytes, int, bytes]:
+    """Filtered rows (mostly Up, in runs, as xref streams hold them), their width, and a
+    decoded row above the first."""
+    columns = draw(st.sampled_from([1, 2, 5, 7, 8, 15, 16, 17, 20, 33]))
+    kinds = draw(st.lists(st.sampled_from([2, 2, 2, 2, 0, 1, 3, 4]), min_size=1, max_size=60))
+    out = bytearray()
+    for kind in kinds:
+        out.append(kind)
+        out += draw(st.binary(min_size=columns, max_size=columns))
+    above = draw(st.binary(min_size=columns, max_size=columns))
+    return bytes(out), columns, above
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=_rows(), split=st.integers(0, 60))
+def test_rows_decode_as_pillow_and_python_decode_them(
+    predictor: ModuleType, case: tuple[bytes, int, bytes], split: int
+) -> None:
+    filtered, columns, above = case
+    rows = len(filtered) // (columns + 1)
+    # The row above, as a None row in front: then Pillow and _png_decode start from it.
+    framed = b"\x00" + above + filtered
+    with Image.open(io.BytesIO(_png(framed, columns, rows + 1))) as image:
+        expected = image.tobytes()[columns:]
+    assert _png_decode(framed, columns, rows + 1)[columns:] == expected
+    assert predictor.undo(filtered, columns, above) == expected
+    # In two calls, the second from the last row of the first, from a view with no bytes
+    # after its rows (the SIMD loads must stay inside).
+    cut = min(split, rows) * (columns + 1)
+    head = predictor.undo(memoryview(filtered)[:cut], columns, above)
+    last = head[-columns:] if head else above
+    tail = predictor.undo(bytearray(filtered[cut:]), columns, last)
+    assert head + tail == expected
+
+
+def test_long_runs_of_up_rows_wrap_each_byte(predictor: ModuleType) -> None:
+    # 5,000 Up rows adding 1..16 to each column: every byte wraps many times.
+    columns = 16
+    delta = bytes(range(1, columns + 1))
+    filtered = (b"\x02" + delta) * 5000
+    decoded = predictor.undo(filtered, columns, bytes(columns))
+    for r in (0, 1, 254, 255, 4999):
+        assert decoded[r * columns : (r + 1) * columns] == bytes(
+            ((r + 1) * d) & 0xFF for d in delta
+        )
+
+
+@pytest.mark.parametrize(
+    ("data", "columns", "above", "message"),
+    [
+        (b"\x02ab\x07cd", 2, b"\x00\x00", "unknown PNG predictor row type 7 in row 1"),
+        (b"\x02abc", 2, b"\x00\x00", "4 bytes are not whole rows of 2 columns"),
+        (b"\x02ab", 2, b"\x00", "the row above that long (2, 1 bytes)"),
+        (b"", 0, b"", "columns must be at least 1"),
+    ],
+    ids=["unknown-type", "partial-row", "short-above", "no-columns"],
+)
+def test_bad_rows_are_refused(
+    predictor: ModuleType, data: bytes, columns: int, above: bytes, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        predictor.undo(data, columns, above)
+    with pytest.raises(TypeError):
+        predictor.undo("text", 2, b"\x00\x00")
+
+
+def test_no_rows_decode_to_nothing(predictor: ModuleType) -> None:
+    assert predictor.undo(b"", 7, bytes(7)) == b""
+
+
+def _xref_pdf(kinds: list[int]) -> bytes:
+    """Three pages behind an xref stream whose rows have the given filter types (a type the
+    PNG standard does not know, 7, is written as is)."""
+    objects = three_pages()
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    where = {}
+    for num, body in objects.items():
+        where[num] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (num, body))
+    start = out.tell()
+    table = [bytes([0]) + bytes(4) + b"\xff\xff"]
+    table += [bytes([1]) + where[n].to_bytes(4, "big") + bytes(2) for n in range(1, 6)]
+    table += [bytes([1]) + start.to_bytes(4, "big") + bytes(2)]
+    table += [bytes(7)] * (len(kinds) - len(table))
+    known = [k if k <= 4 else 2 for k in kinds]
+    data = bytearray(png_encode(table, known))
+    for i, kind in enumerate(kinds):
+        data[i * 8] = kind
+    stream = zlib.compress(bytes(data))
+    out.write(
+        b"6 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Filter /FlateDecode "
+        b"/DecodeParms << /Predictor 12 /Columns 7 >> /Length %d >>\nstream\n"
+        % (len(table), len(stream))
+        + stream
+        + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % start
+    )
+    return out.getvalue()
+
+
+def test_a_row_type_c_does_not_know_leaves_python_to_answer(
+    predictor: ModuleType, tmp_path: Path
+) -> None:
+    # Row 6 is of type 7: C declines the stream, and Python, which decodes only from the last
+    # row that stands alone, still reads rows 1-5 (as it did before C was there).
+    path = tmp_path / "odd.pdf"
+    path.write_bytes(_xref_pdf([0, 2, 2, 2, 2, 2, 0, 7]))
+    facts = pdf_facts(path)
+    assert (facts.pages, facts.warnings) == (3, [])
