@@ -1,11 +1,12 @@
-"""Build hook: compiles the C extensions with the compiler the interpreter was built with:
-``index/tools/_bytecount.c`` (the newline count of file_read's line index) and
-``cards/_predictor.c`` (the PNG predictors of a PDF's xref stream, undone for the probe).
+"""Build hook: compiles the C extensions (`EXTENSIONS`) with the compiler the interpreter was
+built with: ``index/tools/_bytecount.c`` (the newline count of file_read's line index), and
+for the PDF probe ``cards/_simpledict.c`` (simple dictionaries read) and
+``cards/_predictor.c`` (the PNG predictors of an xref stream undone).
 
-They are optional. Without a compiler or Python's headers the wheel is pure Python: the line
-index counts with NumPy and the probe sums xref columns in Python instead (slower, and the
-same answers, except that pure Python gives up on a hostile stream's millions of Paeth rows
-sooner); the build says so in a warning. Set ``LEANREPLAY_PURE=1`` to skip them.
+They are optional. Without a compiler or Python's headers the wheel is pure Python: NumPy
+counts the lines and Python reads the PDF structures instead (slower, and the same answers,
+except that pure Python gives up on a hostile stream's millions of Paeth rows sooner); the
+build says so in a warning. Set ``LEANREPLAY_PURE=1`` to skip them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ EXTENSIONS = {
     Path("index/tools/_bytecount.c"): (
         "leanreplay/index/tools",
         "file_read's newline count falls back to NumPy",
+    ),
+    Path("cards/_simpledict.c"): (
+        "leanreplay/cards",
+        "the PDF parser reads simple dictionaries in Python",
     ),
     Path("cards/_predictor.c"): (
         "leanreplay/cards",
@@ -58,8 +63,8 @@ class CustomBuildHook(BuildHookInterface):
             return
         if sys.platform == "win32":
             self.app.display_warning(
-                "leanreplay: no C extensions on Windows; NumPy counts lines and Python sums "
-                "xref columns"
+                "leanreplay: no C extensions on Windows; NumPy counts lines and Python reads "
+                "PDF structures"
             )
             return
         # An editable install imports the extensions from the source tree; a wheel takes them

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NamedTuple, TypeAlias, TypeGuard
+from typing import Any, NamedTuple, TypeAlias, TypeGuard
 
 MAX_DEPTH = 64  # nesting of arrays and dictionaries
 
@@ -173,8 +173,17 @@ _KEYWORDS: dict[bytes, PdfObject] = {b"true": True, b"false": False, b"null": No
 
 
 def simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObject], int] | None:
-    """The dictionary at ``buf[pos]`` ("<<") and the offset after it, read by one regex match
-    an entry, when its syntax is simple: keys without # escapes, values that are references,
+    """The dictionary at ``buf[pos]`` ("<<") and the offset after it, when its syntax is
+    simple (see `_simple_dict`); None declines. Read in C (``cards/_simpledict.c``) where it
+    was compiled, else in Python: the same answers, tested side by side."""
+    if _simpledict is not None and type(buf) is bytes:
+        return _simpledict.simple_dict(buf, pos, depth)  # type: ignore[no-any-return]
+    return _simple_dict(buf, pos, depth)
+
+
+def _simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObject], int] | None:
+    """`simple_dict` in Python, one regex match an entry, when the dictionary's syntax is
+    simple: keys without # escapes, values that are references,
     numbers, names, booleans, null, hex strings without spaces, literal strings without
     escapes, arrays of those, and dictionaries of all that two levels down. Anything else,
     a comment, or a dictionary that does not end inside ``buf``, returns None (decline): the
@@ -201,7 +210,7 @@ def simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObje
         elif kind == 10:
             if depth == _SIMPLE_DEPTH - 1:
                 return None
-            inner = simple_dict(buf, at - 2, depth + 1)
+            inner = _simple_dict(buf, at - 2, depth + 1)
             if inner is None:
                 return None
             value, at = inner
@@ -480,3 +489,12 @@ class Parser:
                 raise Broken(f"dictionary key is not a name at byte {self.pos} of the window")
             key = self._name()
             entries[key] = self.parse(depth + 1)
+
+
+_simpledict: Any
+try:  # compiled at install time (hatch_build.py) when a C compiler is present
+    from . import _simpledict
+
+    _simpledict.bind(Name, Ref, PlainArray)
+except ImportError:  # the Python version reads instead (same answers, slower)
+    _simpledict = None

@@ -1,7 +1,8 @@
 """The simple-dictionary fast path (`simple_dict`): on every dictionary of the committed
 samples and of generated files (object streams inflated too), and on random token soup, its
 answer is the general parser's, value for value and type for type, and it declines what its
-syntax does not cover."""
+syntax does not cover. Its C version (cards/_simpledict.c) and its Python version answer
+alike on every one of those inputs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from leanreplay.cards import _pdfobj
 from leanreplay.cards._pdfobj import (
     Broken,
     Incomplete,
@@ -23,7 +25,7 @@ from leanreplay.cards._pdfobj import (
     simple_dict,
 )
 from tests import pdfgen
-from tests.conftest import SAMPLES, load_manifest
+from tests.conftest import SAMPLES, in_ci, load_manifest
 
 
 class GeneralParser(Parser):
@@ -47,8 +49,22 @@ def general(buf: bytes, pos: int, *, at_eof: bool = True) -> tuple[object, int]:
     return typed(parser.parse()), parser.pos
 
 
+def alike(buf: bytes, pos: int) -> None:
+    """The C and the Python fast path give the same answer (where C was built)."""
+    if _pdfobj._simpledict is None:
+        return
+    c = _pdfobj._simpledict.simple_dict(buf, pos)
+    python = _pdfobj._simple_dict(buf, pos)
+    assert (c is None) == (python is None), (buf[pos : pos + 200], c, python)
+    if c is not None and python is not None:
+        assert (typed(c[0]), c[1]) == (typed(python[0]), python[1]), buf[pos : pos + 200]
+        assert all(type(k) is Name for k in c[0])
+
+
 def check(buf: bytes, pos: int) -> bool:
-    """True when the fast path read the dictionary at ``pos`` (and agreed with the general)."""
+    """True when the fast path read the dictionary at ``pos`` (and agreed with the general,
+    and its C and Python versions with each other)."""
+    alike(buf, pos)
     found = simple_dict(buf, pos)
     if found is None:
         return False
@@ -124,6 +140,7 @@ def test_every_dictionary_of_the_samples_and_generated_files_reads_the_same() ->
     ],
 )
 def test_what_the_simple_syntax_does_not_cover_is_declined(data: bytes) -> None:
+    alike(data, 0)
     assert simple_dict(data, 0) is None
     # ...and the parser still gives the general parser's answer, or the same error.
     try:
@@ -159,6 +176,7 @@ def test_what_the_simple_syntax_does_not_cover_is_declined(data: bytes) -> None:
 def test_simple_dictionaries_read_as_the_general_parser_reads_them(
     data: bytes, value: object
 ) -> None:
+    alike(data, 0)
     found = simple_dict(data, 0)
     if value is None:
         assert found is None
@@ -259,3 +277,47 @@ def test_simple_dictionaries_are_taken_and_one_odd_token_is_declined_or_read_ali
     spoiled = data[:at] + odd + data[at:]
     for m in re.finditer(rb"<<", spoiled):
         check(spoiled, m.start())
+
+
+def test_the_c_version_reads_where_it_was_built() -> None:
+    if _pdfobj._simpledict is None:
+        message = "cards/_simpledict.c was not built (no compiler or no Python headers)"
+        if in_ci():
+            pytest.fail(f"CI=true but {message}", pytrace=False)
+        pytest.skip(message)
+    data = b"<< /A 1 >>"
+    assert simple_dict(data, 0) == _pdfobj._simpledict.simple_dict(data, 0) == ({"A": 1}, 10)
+    # Not bytes (a bytearray, say): the Python version reads it.
+    assert simple_dict(bytearray(data), 0) == ({"A": 1}, 10)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<< /A 123456789012345678901234567890 /B -0 /C +.5 /D 3. /E 1.25 >>",
+        b"<< /A 123456789012345678901234567890 0 R >>",
+        b"<< /A <abc> /B <> /C <0> /D () /E (a b) >>",
+        b"<< /A << /B << /C 1 >> >> >>",
+        b"<< /A << /B << /C << /D 1 >> >> >> >>",
+        b"<< /A [1 2 3] /B [] /C [ ] /D [/N true (s) <ff> 1 0 R -.5] >>",
+        b"<< /A [" + b" 1 0 R" * 60 + b"] >>",
+        b"<< /A [" + b" 1 0 R" * 60 + b" /N] >>",
+        b"<< /A 1",
+        b"<< /A 1 >",
+        b"<< /A",
+        b"<< /A#20 1 >>",
+        b"<< /A /B#20 >>",
+        b"<< /A truex >>",
+        b"<< /A 1 0 Rx >>",
+        b"<< /A 1 0 R>>",
+        b"<</A 1>>",
+        b"<< /A [1 2",
+        b"<< /A [(a]b)] >>",
+        b"<<",
+        b"<",
+        b"",
+    ],
+)
+def test_edges_read_alike_in_c_and_python(data: bytes) -> None:
+    for pos in range(len(data) + 1):
+        alike(data, pos)

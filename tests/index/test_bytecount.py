@@ -120,27 +120,33 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def test_the_wheel_ships_both_extensions_and_a_pure_wheel_does_not(
+def test_the_wheel_ships_the_extensions_and_a_pure_wheel_does_not(
     counter: ModuleType, tmp_path: Path
 ) -> None:
-    from leanreplay.cards import _pdfxref
+    from leanreplay.cards import _pdfobj, _pdfxref
 
-    if _pdfxref._predictor is None:  # built by the same hook: a machine has both or neither
-        pytest.fail("the newline counter was built but cards/_predictor.c was not")
+    # Built by the same hook: a machine has all three or none.
+    if _pdfxref._predictor is None or _pdfobj._simpledict is None:
+        pytest.fail("the newline counter was built but cards/*.c were not")
     with _build_wheel(tmp_path / "native") as wheel:
         built = sorted(n for n in wheel.namelist() if n.endswith(".so"))
         assert [Path(n).parent.as_posix() for n in built] == [
             "leanreplay/cards",
+            "leanreplay/cards",
             "leanreplay/index/tools",
         ]
-        assert [Path(n).name.split(".")[0] for n in built] == ["_predictor", "_bytecount"]
+        names = [Path(n).name.split(".")[0] for n in built]
+        assert names == ["_predictor", "_simpledict", "_bytecount"]
         tag = Path(wheel.filename or "").name.split("-", 2)[2]
         assert tag.startswith(f"cp{sys.version_info.major}{sys.version_info.minor}-"), tag
         for name in built:
             wheel.extract(name, tmp_path / "native")
     predictor = _load(tmp_path / "native" / built[0], "_predictor")
-    shipped = _load(tmp_path / "native" / built[1], "_bytecount")
+    reader = _load(tmp_path / "native" / built[1], "_simpledict")
+    shipped = _load(tmp_path / "native" / built[2], "_bytecount")
     assert shipped.count(b"a\nb\n\n", 10) == 3
+    reader.bind(str, tuple, bytes)
+    assert reader.simple_dict(b"<< /A 1 >>", 0) == ({"A": 1}, 10)
     assert predictor.undo(b"\x02\x01\x02\x02\x01\x01", 2, b"\x0a\x0a") == b"\x0b\x0c\x0c\x0d"
     with _build_wheel(tmp_path / "pure", LEANREPLAY_PURE="1") as wheel:
         assert not [n for n in wheel.namelist() if n.endswith(".so")]
