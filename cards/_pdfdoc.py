@@ -334,6 +334,8 @@ class PdfDocument:
             if index < 0:
                 raise Broken(f"object {num} is not in object stream {where.stream_num}")
         offset = header.offset(index)
+        if offset < 0:
+            raise Broken(f"object stream {where.stream_num} gives object {num} offset {offset}")
         start = first + offset
         window = _WINDOW
         following = header.offset(index + 1) if index + 1 < len(header) else offset

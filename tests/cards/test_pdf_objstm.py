@@ -97,6 +97,7 @@ def test_a_predicted_object_stream_is_inflated_within_the_limit(tmp_path: Path) 
         # NUL separates PDF tokens but not bytes.split() ones: "0\x00" is no number.
         (ObjStm(6, {2: TREE}, header=b"2 0\x00\n"), "object stream 6 has a malformed header"),
         (ObjStm(6, {2: TREE}, data=b"not zlib at all"), "stream at offset"),
+        (ObjStm(6, {2: TREE}, header=b"2 -3\n"), "object stream 6 gives object 2 offset -3"),
     ],
     ids=[
         "not-a-member",
@@ -109,6 +110,7 @@ def test_a_predicted_object_stream_is_inflated_within_the_limit(tmp_path: Path) 
         "header-not-numbers",
         "header-nul",
         "data-does-not-inflate",
+        "negative-offset",
     ],
 )
 def test_a_broken_object_stream_says_what_is_wrong(

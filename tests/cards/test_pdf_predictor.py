@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from types import ModuleType
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from leanreplay.cards import _pdfxref, pdf_facts
+from leanreplay.cards._pdfdoc import PdfDocument
 from leanreplay.cards._pdfstream import _png_decode
 from tests.cards.conftest import require_predictor
 from tests.cards.test_pdf_streams import _png
@@ -55,13 +58,49 @@ def test_rows_decode_as_pillow_and_python_decode_them(
         expected = image.tobytes()[columns:]
     assert _png_decode(framed, columns, rows + 1)[columns:] == expected
     assert predictor.undo(filtered, columns, above) == expected
-    # In two calls, the second from the last row of the first, from a view with no bytes
-    # after its rows (the SIMD loads must stay inside).
+    # In two calls, the second from the last row of the first.
     cut = min(split, rows) * (columns + 1)
     head = predictor.undo(memoryview(filtered)[:cut], columns, above)
     last = head[-columns:] if head else above
     tail = predictor.undo(bytearray(filtered[cut:]), columns, last)
     assert head + tail == expected
+
+
+# Rows whose last byte sits just before a page the process may not touch: a load past the
+# input kills the child with SIGSEGV. Run in a child so that a crash is a plain failure.
+_GUARDED = r"""
+import ctypes, mmap, sys
+from leanreplay.cards import _pdfxref
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+PAGE = mmap.PAGESIZE
+def guarded(data):
+    pages = (len(data) + PAGE - 1) // PAGE + 1
+    m = mmap.mmap(-1, pages * PAGE)
+    base = ctypes.addressof((ctypes.c_char * (pages * PAGE)).from_buffer(m))
+    assert libc.mprotect(base + (pages - 1) * PAGE, PAGE, 0) == 0
+    start = (pages - 1) * PAGE - len(data)
+    m[start : start + len(data)] = data
+    return m, memoryview(m)[start : start + len(data)]
+done = 0
+for columns in range(1, 41):
+    for rows in (1, 2, 3, 17, 300):
+        data = (b"\x02" + bytes(range(1, columns + 1))) * rows
+        keep, view = guarded(data)
+        got = _pdfxref._predictor.undo(view, columns, bytes(columns))
+        assert got == _pdfxref._predictor.undo(data, columns, bytes(columns))
+        assert got[-columns:] == bytes((rows * c) & 0xFF for c in range(1, columns + 1))
+        done += 1
+print(done)
+"""
+
+
+def test_up_rows_are_read_no_further_than_their_last_byte(predictor: ModuleType) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", _GUARDED], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.split() == [str(40 * 5)]
 
 
 def test_long_runs_of_up_rows_wrap_each_byte(predictor: ModuleType) -> None:
@@ -132,9 +171,16 @@ def _xref_pdf(kinds: list[int]) -> bytes:
 def test_a_row_type_c_does_not_know_leaves_python_to_answer(
     predictor: ModuleType, tmp_path: Path
 ) -> None:
-    # Row 6 is of type 7: C declines the stream, and Python, which decodes only from the last
+    # Row 7 is of type 7: C declines the stream, and Python, which decodes only from the last
     # row that stands alone, still reads rows 1-5 (as it did before C was there).
     path = tmp_path / "odd.pdf"
-    path.write_bytes(_xref_pdf([0, 2, 2, 2, 2, 2, 0, 7]))
+    data = _xref_pdf([0, 2, 2, 2, 2, 2, 0, 7])
+    path.write_bytes(data)
     facts = pdf_facts(path)
     assert (facts.pages, facts.warnings) == (3, [])
+    with path.open("rb") as f:
+        doc = PdfDocument.from_xref(f.fileno(), len(data))
+        (section,) = doc._sections
+        assert isinstance(section, _pdfxref._StreamSection)
+        assert section.lookup(1) == data.index(b"1 0 obj")
+        assert section._undone is None  # C declined, Python answered

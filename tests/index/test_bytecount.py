@@ -125,7 +125,7 @@ def test_the_wheel_ships_the_extensions_and_a_pure_wheel_does_not(
 ) -> None:
     from leanreplay.cards import _pdfobj, _pdfxref
 
-    # Built by the same hook: a machine has all three or none.
+    # Built by the same hook, which keeps what compiled: here all three did.
     if _pdfxref._predictor is None or _pdfobj._simpledict is None:
         pytest.fail("the newline counter was built but cards/*.c were not")
     with _build_wheel(tmp_path / "native") as wheel:
