@@ -172,13 +172,13 @@ _SIMPLE_DEPTH = 3  # dictionaries inside dictionaries (a page's /Resources /Font
 _KEYWORDS: dict[bytes, PdfObject] = {b"true": True, b"false": False, b"null": None}
 
 
-def simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObject], int] | None:
+def simple_dict(buf: bytes, pos: int) -> tuple[dict[str, PdfObject], int] | None:
     """The dictionary at ``buf[pos]`` ("<<") and the offset after it, when its syntax is
     simple (see `_simple_dict`); None declines. Read in C (``cards/_simpledict.c``) where it
     was compiled, else in Python: the same answers, tested side by side."""
     if _simpledict is not None and type(buf) is bytes:
-        return _simpledict.simple_dict(buf, pos, depth)  # type: ignore[no-any-return]
-    return _simple_dict(buf, pos, depth)
+        return _simpledict.simple_dict(buf, pos)  # type: ignore[no-any-return]
+    return _simple_dict(buf, pos)
 
 
 def _simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObject], int] | None:
@@ -188,6 +188,8 @@ def _simple_dict(buf: bytes, pos: int, depth: int = 0) -> tuple[dict[str, PdfObj
     escapes, arrays of those, and dictionaries of all that two levels down. Anything else,
     a comment, or a dictionary that does not end inside ``buf``, returns None (decline): the
     general parser reads it. What it returns equals the general parser's answer."""
+    if not 0 <= pos <= len(buf) - 2:
+        return None  # no "<<" there (and re would take a negative pos as 0)
     entries: dict[str, PdfObject] = {}
     at = pos + 2
     match_entry = _SIMPLE_ENTRY.match

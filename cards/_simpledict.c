@@ -9,7 +9,7 @@
  *
  * The syntax: keys are names without # escapes; values are references, numbers, names
  * without escapes, true, false, null, hex strings without spaces, literal strings without
- * escapes or parentheses, arrays of those, and dictionaries of all that, three levels deep.
+ * escapes or parentheses, arrays of those, and dictionaries of all that two levels down.
  * A token is taken only when a delimiter follows it inside the buffer.
  *
  * Optional: without a compiler the Python version reads (slower, same answers).
@@ -251,10 +251,9 @@ scalar(const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
     return NO_MATCH;
 }
 
-/* The array whose "[" is at `start`, ended by the first "]" (_simple_array). `buf` is the
- * bytes object, for the lazy array's slice. */
+/* The array whose "[" is at `start`, ended by the first "]" (_simple_array). */
 static PyObject *
-array(PyObject *buf, const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_ssize_t *after)
+array(const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_ssize_t *after)
 {
     const unsigned char *found = memchr(b + start, ']', (size_t)(n - start));
     if (found == NULL)
@@ -275,7 +274,6 @@ array(PyObject *buf, const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_
             return lazy;
         }
     }
-    (void)buf;
     PyObject *items = PyList_New(0);
     if (items == NULL)
         return NULL;
@@ -309,8 +307,7 @@ array(PyObject *buf, const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_
 
 /* The dictionary whose "<<" is at `pos`; on success `*after` is past its ">>". */
 static PyObject *
-dict_at(PyObject *buf, const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int depth,
-        Py_ssize_t *after)
+dict_at(const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int depth, Py_ssize_t *after)
 {
     PyObject *entries = PyDict_New();
     if (entries == NULL)
@@ -328,7 +325,7 @@ dict_at(PyObject *buf, const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int
         PyObject *value;
         if (v < n && b[v] == '[' ) {
             /* A scalar cannot start with "[", so the regex takes the array alternative. */
-            value = array(buf, b, v, n, &v);
+            value = array(b, v, n, &v);
         } else {
             Py_ssize_t q = v;
             value = scalar(b, &q, n);
@@ -336,7 +333,7 @@ dict_at(PyObject *buf, const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int
                 if (depth == SIMPLE_DEPTH - 1)
                     value = NO_MATCH; /* too deep: decline */
                 else
-                    value = dict_at(buf, b, v, n, depth + 1, &q);
+                    value = dict_at(b, v, n, depth + 1, &q);
             }
             v = q;
         }
@@ -345,9 +342,8 @@ dict_at(PyObject *buf, const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int
             return NULL;
         }
         if (value == NO_MATCH) {
-            /* The entry's key matched but its value did not: the regex failed here, and so
-             * does the dictionary unless ">>" follows (it cannot, a key is in the way), except
-             * for an array or a dictionary that declined: then the whole dictionary does. */
+            /* A key without a value the syntax covers (or an inner array or dictionary that
+             * declined): decline, as Python does, whose ">>" test then meets the key. */
             Py_DECREF(entries);
             return NO_MATCH;
         }
@@ -376,19 +372,17 @@ simple_dict(PyObject *module, PyObject *args)
 {
     PyObject *buf;
     Py_ssize_t pos;
-    int depth = 0;
-    if (!PyArg_ParseTuple(args, "Sn|i:simple_dict", &buf, &pos, &depth))
+    if (!PyArg_ParseTuple(args, "Sn:simple_dict", &buf, &pos))
         return NULL;
     if (Name == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "bind() the parser's classes first");
         return NULL;
     }
     const Py_ssize_t n = PyBytes_GET_SIZE(buf);
-    if (pos < 0 || pos + 2 > n || depth < 0 || depth >= SIMPLE_DEPTH)
-        Py_RETURN_NONE; /* where the Python version's first match fails, or is never asked */
+    if (pos < 0 || pos > n - 2)
+        Py_RETURN_NONE; /* no "<<" there: Python declines these too */
     Py_ssize_t after = 0;
-    PyObject *entries =
-        dict_at(buf, (const unsigned char *)PyBytes_AS_STRING(buf), pos, n, depth, &after);
+    PyObject *entries = dict_at((const unsigned char *)PyBytes_AS_STRING(buf), pos, n, 0, &after);
     if (entries == NULL)
         return NULL;
     if (entries == NO_MATCH)
@@ -418,7 +412,7 @@ bind(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"simple_dict", simple_dict, METH_VARARGS,
-     "simple_dict(buf, pos, depth=0, /) -> (dict, end) | None\n\n"
+     "simple_dict(buf, pos, /) -> (dict, end) | None\n\n"
      "The simple dictionary at buf[pos] and the offset after it, or None to decline:\n"
      "_pdfobj.simple_dict, in C."},
     {"bind", bind, METH_VARARGS,

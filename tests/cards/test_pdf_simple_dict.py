@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 import zlib
 
 import pytest
@@ -319,5 +320,5 @@ def test_the_c_version_reads_where_it_was_built() -> None:
     ],
 )
 def test_edges_read_alike_in_c_and_python(data: bytes) -> None:
-    for pos in range(len(data) + 1):
+    for pos in [-3, -1, *range(len(data) + 3), sys.maxsize - 1, sys.maxsize]:
         alike(data, pos)
