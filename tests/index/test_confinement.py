@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from leanreplay.index import (
     InvalidArgumentError,
@@ -19,6 +21,7 @@ from leanreplay.index import (
     PathError,
     Workspace,
 )
+from leanreplay.index.tools import _paths
 from leanreplay.index.tools._paths import open_confined
 
 SECRET = "top secret outside the root\n"
@@ -315,3 +318,15 @@ def test_a_refusal_names_only_the_given_path_and_the_roots(
             assert message.startswith(repr(path)), message
             for secret in secrets:
                 assert secret not in message, (path, secret, message)
+
+
+_parts = st.lists(st.sampled_from(["a", "ab", "b", "a.b", "-", "é"]), max_size=4)
+
+
+@given(root=_parts, path=_parts)
+def test_inside_is_the_commonpath_test_on_resolved_paths(root: list[str], path: list[str]) -> None:
+    # The prefix test at a separator decides what commonpath did, for resolved paths ("/"
+    # itself included): "/a" holds "/a" and "/a/b", never "/ab".
+    r, p = "/" + "/".join(root), "/" + "/".join(path)
+    expected = p == r or os.path.commonpath([r, p]) == r
+    assert _paths._inside(r, p) is expected
