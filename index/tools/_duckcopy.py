@@ -52,9 +52,20 @@ def build(source: str, reader: str, target: str, scratch: str, config: str, stam
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def lowest_priority() -> None:
+    """Queries come first; the copy uses what they leave. The builder runs in a session of
+    its own, and where Linux groups each session for the scheduler (autogroup, on by default
+    in most distributions) a process's nice value weighs only inside its group: the group
+    itself competed as an equal of the querying process's. So the group is niced too."""
+    os.nice(19)
+    # Not Linux, or no autogroup: nice alone is enough.
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as group:
+        group.write("19")
+
+
 def main() -> None:
     source, reader, target, claim, scratch, config, stamp = sys.argv[1:8]
-    os.nice(19)  # queries come first; the copy uses what they leave
+    lowest_priority()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the finally blocks
     try:
         build(source, reader, target, scratch, config, stamp)

@@ -271,6 +271,29 @@ def test_tools_run_through_the_one_definition(ws: Workspace) -> None:
     json.dumps(ws.table_read("sales.parquet"))  # JSON-ready
 
 
+def test_the_copy_builder_yields_to_queries_across_sessions() -> None:
+    # The builder runs in a session of its own. Under Linux's autogroup a nice value counts
+    # only inside its session's group, so the group must be niced too, or the builder takes
+    # a core from the query it was meant to yield to.
+    code = (
+        "import os\n"
+        "from leanreplay.index.tools import _duckcopy\n"
+        "_duckcopy.lowest_priority()\n"
+        "group = ''\n"
+        "if os.path.exists('/proc/self/autogroup'):\n"
+        "    group = open('/proc/self/autogroup').read().split()[-1]\n"
+        "print(os.nice(0), group)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, start_new_session=True
+    )
+    assert run.returncode == 0, run.stderr
+    nice, *group = run.stdout.split()
+    assert nice == "19"
+    if os.path.exists("/proc/self/autogroup"):
+        assert group == ["19"]
+
+
 @pytest.fixture
 def builders_waited_for() -> Iterator[None]:
     """Waits for every copy builder the test started: a builder left behind is a child a
