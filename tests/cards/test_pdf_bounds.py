@@ -193,8 +193,11 @@ def test_object_streams_that_need_themselves_are_refused(
 # PNG predictors: rows other than Up are decoded byte by byte, so their bytes are bounded.
 
 
-def _predicted_xref_pdf(filters: list[int] | None = None, *, rows: int = 0) -> bytes:
-    """Three pages behind an xref stream with PNG predictor rows of the given types; or, with
+def _predicted_xref_pdf(
+    filters: list[int] | None = None, *, rows: int = 0, odd: dict[int, int] | None = None
+) -> bytes:
+    """Three pages behind an xref stream with PNG predictor rows of the given types (``odd``
+    then overwrites the type byte of those rows, with types PNG does not know, say); or, with
     ``rows``, a hostile stream of that many Paeth rows and the catalog listed in the last."""
     objects = three_pages()
     out = io.BytesIO()
@@ -212,7 +215,10 @@ def _predicted_xref_pdf(filters: list[int] | None = None, *, rows: int = 0) -> b
         table += [bytes([1]) + where[n].to_bytes(4, "big") + bytes(2) for n in range(1, 6)]
         table += [bytes([1]) + start.to_bytes(4, "big") + bytes(2)]
         assert filters is not None
-        data = zlib.compress(pdfgen.png_encode(table, filters))
+        encoded = bytearray(pdfgen.png_encode(table, filters))
+        for row, kind in (odd or {}).items():
+            encoded[row * 8] = kind
+        data = zlib.compress(bytes(encoded))
         size, root = len(table), 1
     out.write(
         b"6 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root %d 0 R /Filter /FlateDecode "

@@ -8,7 +8,6 @@ import io
 import re
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from types import ModuleType
 
@@ -21,8 +20,8 @@ from leanreplay.cards import _pdfxref, pdf_facts
 from leanreplay.cards._pdfdoc import PdfDocument
 from leanreplay.cards._pdfstream import _png_decode
 from tests.cards.conftest import require_predictor
+from tests.cards.test_pdf_bounds import _predicted_xref_pdf
 from tests.cards.test_pdf_streams import _png
-from tests.pdfgen import png_encode, three_pages
 
 
 @pytest.fixture(scope="module")
@@ -138,43 +137,13 @@ def test_no_rows_decode_to_nothing(predictor: ModuleType) -> None:
     assert predictor.undo(b"", 7, bytes(7)) == b""
 
 
-def _xref_pdf(kinds: list[int]) -> bytes:
-    """Three pages behind an xref stream whose rows have the given filter types (a type the
-    PNG standard does not know, 7, is written as is)."""
-    objects = three_pages()
-    out = io.BytesIO()
-    out.write(b"%PDF-1.7\n")
-    where = {}
-    for num, body in objects.items():
-        where[num] = out.tell()
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (num, body))
-    start = out.tell()
-    table = [bytes([0]) + bytes(4) + b"\xff\xff"]
-    table += [bytes([1]) + where[n].to_bytes(4, "big") + bytes(2) for n in range(1, 6)]
-    table += [bytes([1]) + start.to_bytes(4, "big") + bytes(2)]
-    table += [bytes(7)] * (len(kinds) - len(table))
-    known = [k if k <= 4 else 2 for k in kinds]
-    data = bytearray(png_encode(table, known))
-    for i, kind in enumerate(kinds):
-        data[i * 8] = kind
-    stream = zlib.compress(bytes(data))
-    out.write(
-        b"6 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Filter /FlateDecode "
-        b"/DecodeParms << /Predictor 12 /Columns 7 >> /Length %d >>\nstream\n"
-        % (len(table), len(stream))
-        + stream
-        + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % start
-    )
-    return out.getvalue()
-
-
 def test_a_row_type_c_does_not_know_leaves_python_to_answer(
     predictor: ModuleType, tmp_path: Path
 ) -> None:
-    # Row 7 is of type 7: C declines the stream, and Python, which decodes only from the last
+    # Row 6 is of type 7: C declines the stream, and Python, which decodes only from the last
     # row that stands alone, still reads rows 1-5 (as it did before C was there).
     path = tmp_path / "odd.pdf"
-    data = _xref_pdf([0, 2, 2, 2, 2, 2, 0, 7])
+    data = _predicted_xref_pdf([0, 2, 2, 2, 2, 2, 0], odd={6: 7})
     path.write_bytes(data)
     facts = pdf_facts(path)
     assert (facts.pages, facts.warnings) == (3, [])
