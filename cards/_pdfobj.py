@@ -177,7 +177,7 @@ def simple_dict(buf: bytes, pos: int) -> tuple[dict[str, PdfObject], int] | None
     simple (see `_simple_dict`); None declines. Read in C (``cards/_simpledict.c``) where it
     was compiled, else in Python: the same answers, tested side by side."""
     if _simpledict is not None and type(buf) is bytes:
-        return _simpledict.simple_dict(buf, pos)  # type: ignore[no-any-return]
+        return _simpledict.simple_dict(buf, pos, Name, Ref, PlainArray)  # type: ignore[no-any-return]
     return _simple_dict(buf, pos)
 
 
@@ -496,7 +496,5 @@ class Parser:
 _simpledict: Any
 try:  # compiled at install time (hatch_build.py) when a C compiler is present
     from . import _simpledict
-
-    _simpledict.bind(Name, Ref, PlainArray)
 except ImportError:  # the Python version reads instead (same answers, slower)
     _simpledict = None

@@ -21,7 +21,12 @@
 #define SIMPLE_DEPTH 3     /* _SIMPLE_DEPTH: dictionaries inside dictionaries */
 #define LAZY_ARRAY_BYTES 256 /* _LAZY_ARRAY_BYTES: longer plain arrays stay text */
 
-static PyObject *Name, *Ref, *PlainArray; /* the classes of _pdfobj.py, from bind() */
+/* The classes of _pdfobj.py the values are made of, passed with every call: never kept here,
+ * since a second import of _pdfobj (a test may import cards._pdfobj beside
+ * leanreplay.cards._pdfobj) would have replaced them under the first. */
+typedef struct {
+    PyObject *name, *ref, *plain_array;
+} Classes;
 
 /* Byte classes, one table lookup each: whitespace, delimiters (whitespace and ()<>[]{}/%),
  * and the bytes of a plain array (digits, whitespace, R . + -), as _pdfobj.py spells them. */
@@ -96,12 +101,12 @@ name_end(const unsigned char *b, Py_ssize_t at, Py_ssize_t n)
 }
 
 static PyObject *
-make_name(const unsigned char *b, Py_ssize_t start, Py_ssize_t end)
+make_name(const Classes *c, const unsigned char *b, Py_ssize_t start, Py_ssize_t end)
 {
     PyObject *text = PyUnicode_DecodeLatin1((const char *)b + start, end - start, NULL);
     if (text == NULL)
         return NULL;
-    PyObject *name = PyObject_CallOneArg(Name, text);
+    PyObject *name = PyObject_CallOneArg(c->name, text);
     Py_DECREF(text);
     return name;
 }
@@ -125,7 +130,7 @@ make_number(const unsigned char *b, Py_ssize_t start, Py_ssize_t end, int is_flo
  * of alternatives: a reference, a number, a name, a keyword, a hex string, a literal string.
  * On a match `*at` moves past it. */
 static PyObject *
-scalar(const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
+scalar(const Classes *c, const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
 {
     Py_ssize_t p = *at;
     /* A reference: digits, whitespace, digits, whitespace, R, a delimiter. */
@@ -152,7 +157,7 @@ scalar(const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
                     Py_DECREF(num);
                     return NULL;
                 }
-                PyObject *ref = PyObject_CallFunctionObjArgs(Ref, num, g, NULL);
+                PyObject *ref = PyObject_CallFunctionObjArgs(c->ref, num, g, NULL);
                 Py_DECREF(num);
                 Py_DECREF(g);
                 *at = q + 1;
@@ -197,7 +202,7 @@ scalar(const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
         Py_ssize_t q = name_end(b, p + 1, n);
         if (!ends(b, q, n))
             return NO_MATCH; /* a '#', or the buffer's end: no other alternative starts so */
-        PyObject *name = make_name(b, p + 1, q);
+        PyObject *name = make_name(c, b, p + 1, q);
         if (name != NULL)
             *at = q;
         return name;
@@ -253,7 +258,8 @@ scalar(const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
 
 /* The array whose "[" is at `start`, ended by the first "]" (_simple_array). */
 static PyObject *
-array(const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_ssize_t *after)
+array(const Classes *c, const unsigned char *b, Py_ssize_t start, Py_ssize_t n,
+      Py_ssize_t *after)
 {
     const unsigned char *found = memchr(b + start, ']', (size_t)(n - start));
     if (found == NULL)
@@ -267,7 +273,7 @@ array(const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_ssize_t *after)
             PyObject *raw = PyBytes_FromStringAndSize((const char *)b + start, end + 1 - start);
             if (raw == NULL)
                 return NULL;
-            PyObject *lazy = PyObject_CallOneArg(PlainArray, raw);
+            PyObject *lazy = PyObject_CallOneArg(c->plain_array, raw);
             Py_DECREF(raw);
             if (lazy != NULL)
                 *after = end + 1;
@@ -282,7 +288,7 @@ array(const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_ssize_t *after)
     const Py_ssize_t limit = end + 1;
     for (;;) {
         Py_ssize_t p = skip_ws(b, at, limit);
-        PyObject *item = scalar(b, &p, limit);
+        PyObject *item = scalar(c, b, &p, limit);
         if (item == NULL) {
             Py_DECREF(items);
             return NULL;
@@ -307,7 +313,8 @@ array(const unsigned char *b, Py_ssize_t start, Py_ssize_t n, Py_ssize_t *after)
 
 /* The dictionary whose "<<" is at `pos`; on success `*after` is past its ">>". */
 static PyObject *
-dict_at(const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int depth, Py_ssize_t *after)
+dict_at(const Classes *c, const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int depth,
+        Py_ssize_t *after)
 {
     PyObject *entries = PyDict_New();
     if (entries == NULL)
@@ -325,15 +332,15 @@ dict_at(const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int depth, Py_ssiz
         PyObject *value;
         if (v < n && b[v] == '[' ) {
             /* A scalar cannot start with "[", so the regex takes the array alternative. */
-            value = array(b, v, n, &v);
+            value = array(c, b, v, n, &v);
         } else {
             Py_ssize_t q = v;
-            value = scalar(b, &q, n);
+            value = scalar(c, b, &q, n);
             if (value == NO_MATCH && n - v >= 2 && b[v] == '<' && b[v + 1] == '<') {
                 if (depth == SIMPLE_DEPTH - 1)
                     value = NO_MATCH; /* too deep: decline */
                 else
-                    value = dict_at(b, v, n, depth + 1, &q);
+                    value = dict_at(c, b, v, n, depth + 1, &q);
             }
             v = q;
         }
@@ -347,7 +354,7 @@ dict_at(const unsigned char *b, Py_ssize_t pos, Py_ssize_t n, int depth, Py_ssiz
             Py_DECREF(entries);
             return NO_MATCH;
         }
-        PyObject *key = make_name(b, p + 1, key_end);
+        PyObject *key = make_name(c, b, p + 1, key_end);
         if (key == NULL || PyDict_SetItem(entries, key, value) < 0) {
             Py_XDECREF(key);
             Py_DECREF(value);
@@ -372,17 +379,15 @@ simple_dict(PyObject *module, PyObject *args)
 {
     PyObject *buf;
     Py_ssize_t pos;
-    if (!PyArg_ParseTuple(args, "Sn:simple_dict", &buf, &pos))
+    Classes c;
+    if (!PyArg_ParseTuple(args, "SnOOO:simple_dict", &buf, &pos, &c.name, &c.ref, &c.plain_array))
         return NULL;
-    if (Name == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "bind() the parser's classes first");
-        return NULL;
-    }
     const Py_ssize_t n = PyBytes_GET_SIZE(buf);
     if (pos < 0 || pos > n - 2)
         Py_RETURN_NONE; /* no "<<" there: Python declines these too */
     Py_ssize_t after = 0;
-    PyObject *entries = dict_at((const unsigned char *)PyBytes_AS_STRING(buf), pos, n, 0, &after);
+    PyObject *entries =
+        dict_at(&c, (const unsigned char *)PyBytes_AS_STRING(buf), pos, n, 0, &after);
     if (entries == NULL)
         return NULL;
     if (entries == NO_MATCH)
@@ -398,25 +403,11 @@ simple_dict(PyObject *module, PyObject *args)
     return found;
 }
 
-static PyObject *
-bind(PyObject *module, PyObject *args)
-{
-    PyObject *name, *ref, *plain_array;
-    if (!PyArg_ParseTuple(args, "OOO:bind", &name, &ref, &plain_array))
-        return NULL;
-    Py_XSETREF(Name, Py_NewRef(name));
-    Py_XSETREF(Ref, Py_NewRef(ref));
-    Py_XSETREF(PlainArray, Py_NewRef(plain_array));
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef methods[] = {
     {"simple_dict", simple_dict, METH_VARARGS,
-     "simple_dict(buf, pos, /) -> (dict, end) | None\n\n"
+     "simple_dict(buf, pos, Name, Ref, PlainArray, /) -> (dict, end) | None\n\n"
      "The simple dictionary at buf[pos] and the offset after it, or None to decline:\n"
-     "_pdfobj.simple_dict, in C."},
-    {"bind", bind, METH_VARARGS,
-     "bind(Name, Ref, PlainArray, /)\n\nThe classes the values are made of."},
+     "_pdfobj.simple_dict, in C, its values made of the classes given."},
     {NULL, NULL, 0, NULL},
 };
 

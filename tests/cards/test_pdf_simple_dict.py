@@ -7,6 +7,7 @@ alike on every one of those inputs."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import re
 import sys
 import zlib
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leanreplay.cards import _pdfobj
+from leanreplay.cards import _pdfobj, pdf_facts
 from leanreplay.cards._pdfobj import (
     Broken,
     Incomplete,
@@ -54,7 +55,7 @@ def alike(buf: bytes, pos: int) -> None:
     """The C and the Python fast path give the same answer (where C was built)."""
     if _pdfobj._simpledict is None:
         return
-    c = _pdfobj._simpledict.simple_dict(buf, pos)
+    c = _pdfobj._simpledict.simple_dict(buf, pos, Name, Ref, PlainArray)
     python = _pdfobj._simple_dict(buf, pos)
     assert (c is None) == (python is None), (buf[pos : pos + 200], c, python)
     if c is not None and python is not None:
@@ -287,7 +288,8 @@ def test_the_c_version_reads_where_it_was_built() -> None:
             pytest.fail(f"CI=true but {message}", pytrace=False)
         pytest.skip(message)
     data = b"<< /A 1 >>"
-    assert simple_dict(data, 0) == _pdfobj._simpledict.simple_dict(data, 0) == ({"A": 1}, 10)
+    c = _pdfobj._simpledict.simple_dict(data, 0, Name, Ref, PlainArray)
+    assert simple_dict(data, 0) == c == ({"A": 1}, 10)
     # Not bytes (a bytearray, say): the Python version reads it.
     assert simple_dict(bytearray(data), 0) == ({"A": 1}, 10)  # type: ignore[arg-type]
 
@@ -322,3 +324,23 @@ def test_the_c_version_reads_where_it_was_built() -> None:
 def test_edges_read_alike_in_c_and_python(data: bytes) -> None:
     for pos in [-3, -1, *range(len(data) + 3), sys.maxsize - 1, sys.maxsize]:
         alike(data, pos)
+
+
+def test_a_second_import_of_the_parser_leaves_the_first_reading_alike() -> None:
+    # The repository's rooms import under two names (cards._pdfobj beside
+    # leanreplay.cards._pdfobj, as tests/test_docstrings.py imports them), and both share the
+    # one compiled reader: the values must still be made of each one's own classes.
+    other = importlib.import_module("cards._pdfobj")
+    assert other is not _pdfobj
+    data = b"<< /A 1 0 R /B /N /C [" + b" 1 0 R" * 60 + b"] >>"
+    mine, theirs = simple_dict(data, 0), other.simple_dict(data, 0)
+    assert mine is not None
+    assert theirs is not None
+    assert type(mine[0]["A"]) is Ref
+    assert type(theirs[0]["A"]) is other.Ref
+    assert type(mine[0]["B"]) is Name
+    assert type(theirs[0]["B"]) is other.Name
+    assert type(mine[0]["C"]) is PlainArray
+    assert type(theirs[0]["C"]) is other.PlainArray
+    facts = pdf_facts(SAMPLES / "classic_xref.pdf")
+    assert (facts.pages, facts.warnings) == (12, [])

@@ -145,8 +145,7 @@ def test_the_wheel_ships_the_extensions_and_a_pure_wheel_does_not(
     reader = _load(tmp_path / "native" / built[1], "_simpledict")
     shipped = _load(tmp_path / "native" / built[2], "_bytecount")
     assert shipped.count(b"a\nb\n\n", 10) == 3
-    reader.bind(str, tuple, bytes)
-    assert reader.simple_dict(b"<< /A 1 >>", 0) == ({"A": 1}, 10)
+    assert reader.simple_dict(b"<< /A /B >>", 0, str, tuple, bytes) == ({"A": "B"}, 11)
     assert predictor.undo(b"\x02\x01\x02\x02\x01\x01", 2, b"\x0a\x0a") == b"\x0b\x0c\x0c\x0d"
     with _build_wheel(tmp_path / "pure", LEANREPLAY_PURE="1") as wheel:
         assert not [n for n in wheel.namelist() if n.endswith(".so")]
