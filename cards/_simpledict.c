@@ -91,6 +91,14 @@ skip_ws(const unsigned char *b, Py_ssize_t at, Py_ssize_t n)
     return at;
 }
 
+static Py_ssize_t
+skip_digits(const unsigned char *b, Py_ssize_t at, Py_ssize_t n)
+{
+    while (at < n && is_digit(b[at]))
+        at++;
+    return at;
+}
+
 /* A name's characters after its slash: up to a delimiter or '#'. */
 static Py_ssize_t
 name_end(const unsigned char *b, Py_ssize_t at, Py_ssize_t n)
@@ -135,20 +143,10 @@ scalar(const Classes *c, const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
     Py_ssize_t p = *at;
     /* A reference: digits, whitespace, digits, whitespace, R, a delimiter. */
     if (p < n && is_digit(b[p])) {
-        Py_ssize_t q = p;
-        while (q < n && is_digit(b[q]))
-            q++;
-        Py_ssize_t num_end = q, ws = q;
-        while (q < n && is_ws(b[q]))
-            q++;
-        if (q > ws && q < n && is_digit(b[q])) {
-            Py_ssize_t gen = q;
-            while (q < n && is_digit(b[q]))
-                q++;
-            Py_ssize_t gen_end = q, ws2 = q;
-            while (q < n && is_ws(b[q]))
-                q++;
-            if (q > ws2 && q < n && b[q] == 'R' && ends(b, q + 1, n)) {
+        const Py_ssize_t num_end = skip_digits(b, p, n), gen = skip_ws(b, num_end, n);
+        if (gen > num_end && gen < n && is_digit(b[gen])) {
+            const Py_ssize_t gen_end = skip_digits(b, gen, n), q = skip_ws(b, gen_end, n);
+            if (q > gen_end && q < n && b[q] == 'R' && ends(b, q + 1, n)) {
                 PyObject *num = make_number(b, p, num_end, 0);
                 if (num == NULL)
                     return NULL;
@@ -172,20 +170,15 @@ scalar(const Classes *c, const unsigned char *b, Py_ssize_t *at, Py_ssize_t n)
             q++;
         int ok = 0, is_float = 0;
         if (q < n && is_digit(b[q])) {
-            while (q < n && is_digit(b[q]))
-                q++;
+            q = skip_digits(b, q, n);
             if (q < n && b[q] == '.') {
                 is_float = 1;
-                q++;
-                while (q < n && is_digit(b[q]))
-                    q++;
+                q = skip_digits(b, q + 1, n);
             }
             ok = 1;
         } else if (q + 1 < n && b[q] == '.' && is_digit(b[q + 1])) {
             is_float = 1;
-            q++;
-            while (q < n && is_digit(b[q]))
-                q++;
+            q = skip_digits(b, q + 1, n);
             ok = 1;
         }
         if (ok && ends(b, q, n)) {
