@@ -32,7 +32,7 @@ import re2
 from leanreplay.cards import CardError, card_for_descriptor, quote
 
 from .._errors import InvalidArgumentError, WorkspaceError
-from ._paths import Roots, admitted, open_confined, open_confined_dir
+from ._paths import Roots, admitted, inside, open_confined, open_confined_dir
 
 __all__ = [
     "MAX_IGNORE_BYTES",
@@ -377,7 +377,7 @@ def matching_files(
     with open_confined_dir(path, roots) as (fd, folder):
         # Only paths in or under the home's folders need the roots' own check, per file.
         watched = roots.watched(folder) if isinstance(roots, Roots) else ()
-        every = any(folder == w or folder.startswith(w + os.sep) for w in watched)
+        every = any(inside(w, folder) for w in watched)
         under = tuple(w + os.sep for w in watched)
         ignore = None if include_ignored else _work_tree_rules(folder)
         walk = _walk(fd, ignore, state)

@@ -35,6 +35,7 @@ __all__ = [
     "Roots",
     "admitted",
     "fingerprint",
+    "inside",
     "no_roots_error",
     "open_confined",
     "open_confined_dir",
@@ -106,14 +107,14 @@ class Roots(tuple[str, ...]):
         """The folders `check` looks at (private and gated ones) that lie inside ``folder``
         or hold it: a path under ``folder`` outside all of them needs no `check`."""
         kept = [*self.private, *(g for g, _ in self.gates)]
-        return tuple(w for w in kept if _inside(folder, w) or _inside(w, folder))
+        return tuple(w for w in kept if inside(folder, w) or inside(w, folder))
 
     def check(self, real: str, shown: str) -> None:
         for folder, gate in self.gates:
-            if _inside(folder, real):
+            if inside(folder, real):
                 gate(real, shown)
                 return
-        if any(_inside(p, real) for p in self.private):
+        if any(inside(p, real) for p in self.private):
             raise OutsideRootsError(
                 f"{shown!r} is inside the leanreplay home, whose store and indexes the file "
                 "tools never serve; read conversations with conversation_read"
@@ -162,7 +163,8 @@ def resolve_roots(roots: Sequence[str]) -> tuple[str, ...]:
     return tuple(resolved)
 
 
-def _inside(root: str, path: str) -> bool:
+def inside(root: str, path: str) -> bool:
+    """Whether the resolved ``path`` is ``root`` or lies under it."""
     # Both are resolved paths (realpath: absolute, no "." or "..", no doubled or trailing
     # separator), so a prefix test at a separator decides; commonpath took 4x as long.
     return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
@@ -231,7 +233,7 @@ def _locate(path: object, roots: Sequence[str]) -> tuple[str, list[str], str]:
         raise NotFoundError(
             f"{path!r} changed while it was resolved ({exc.strerror}); retry"
         ) from None
-    root = next((r for r in roots if _inside(r, real)), None)
+    root = next((r for r in roots if inside(r, real)), None)
     if root is None:
         # Never name where it resolves: a link's target, /proc/self/cwd or /proc/self/fd/N
         # would tell the caller what lies outside the roots.

@@ -329,4 +329,4 @@ def test_inside_is_the_commonpath_test_on_resolved_paths(root: list[str], path: 
     # itself included): "/a" holds "/a" and "/a/b", never "/ab".
     r, p = "/" + "/".join(root), "/" + "/".join(path)
     expected = p == r or os.path.commonpath([r, p]) == r
-    assert _paths._inside(r, p) is expected
+    assert _paths.inside(r, p) is expected
