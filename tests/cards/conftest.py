@@ -1,6 +1,7 @@
-"""The two ways the probe undoes an xref stream's PNG predictors: C (``cards/_predictor.c``,
-compiled at install time) and Python (a machine without a compiler). Tests that take
-``row_decoder`` run under both, and must give the same answers."""
+"""The probe's C pieces, compiled at install time, and their Python twins (a machine without a
+compiler): `require_built` skips a test of a piece that was not built (fails it under CI);
+tests that take ``row_decoder`` run under both ways of undoing an xref stream's PNG
+predictors (``cards/_predictor.c`` and Python), and must give the same answers."""
 
 from __future__ import annotations
 
@@ -9,18 +10,22 @@ import pytest
 from leanreplay.cards import _pdfxref
 from tests.conftest import in_ci
 
-NOT_BUILT = (
-    "cards/_predictor.c was not built at install time (no compiler or no Python headers); "
-    "the probe sums xref columns in Python instead"
-)
+
+def require_built(module: object, source: str, fallback: str) -> None:
+    """Skip, or fail under CI=true, when the C piece ``source`` was not built (``module`` is
+    None); ``fallback`` says what reads instead."""
+    if module is None:
+        message = (
+            f"{source} was not built at install time (no compiler or no Python headers); "
+            f"{fallback} instead"
+        )
+        if in_ci():
+            pytest.fail(f"CI=true but {message}", pytrace=False)
+        pytest.skip(message)
 
 
 def require_predictor() -> None:
-    """Skip, or fail under CI=true, when the C row decoder was not built."""
-    if _pdfxref._predictor is None:
-        if in_ci():
-            pytest.fail(f"CI=true but {NOT_BUILT}", pytrace=False)
-        pytest.skip(NOT_BUILT)
+    require_built(_pdfxref._predictor, "cards/_predictor.c", "the probe sums xref columns")
 
 
 @pytest.fixture(params=["compiled", "pure"])

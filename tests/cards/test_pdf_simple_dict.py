@@ -27,7 +27,8 @@ from leanreplay.cards._pdfobj import (
     simple_dict,
 )
 from tests import pdfgen
-from tests.conftest import SAMPLES, in_ci, load_manifest
+from tests.cards.conftest import require_built
+from tests.conftest import SAMPLES, load_manifest
 
 
 class GeneralParser(Parser):
@@ -282,11 +283,7 @@ def test_simple_dictionaries_are_taken_and_one_odd_token_is_declined_or_read_ali
 
 
 def test_the_c_version_reads_where_it_was_built() -> None:
-    if _pdfobj._simpledict is None:
-        message = "cards/_simpledict.c was not built (no compiler or no Python headers)"
-        if in_ci():
-            pytest.fail(f"CI=true but {message}", pytrace=False)
-        pytest.skip(message)
+    require_built(_pdfobj._simpledict, "cards/_simpledict.c", "Python reads simple dictionaries")
     data = b"<< /A 1 >>"
     c = _pdfobj._simpledict.simple_dict(data, 0, Name, Ref, PlainArray)
     assert simple_dict(data, 0) == c == ({"A": 1}, 10)
