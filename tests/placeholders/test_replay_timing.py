@@ -11,6 +11,7 @@ number taken from the library's output is each placeholder's length.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -43,19 +44,42 @@ def size(message: dict[str, Any]) -> int:
     return total
 
 
-def placeholder_sizes(messages: list[dict[str, Any]], policy: ReplayPolicy) -> dict[int, int]:
-    """The length of each large result's placeholder under ``policy``: measured on an eager
-    replay that elides everything, its age clause swapped for the policy's."""
+def savings(
+    messages: list[dict[str, Any]], policy: ReplayPolicy
+) -> tuple[dict[int, int], dict[int, int]]:
+    """What eliding each large result or input takes off its message's size, and what its
+    placeholders state as saved: the rule's unit, the same for a result, while an input's
+    fields count as strings (the JSON escapes of the placeholder's quotes are not counted,
+    so a replay of a replay reads the same figure back). Measured on an eager replay that
+    elides everything, its age clause swapped for the policy's."""
     everything = replace(
         policy, timing="eager", age_unit="user_exchange", keep_user_exchanges=0, min_savings=0
     )
     out = replay(messages, conversation_id="c", policy=everything).messages
     swap = len(policy.why()) - len(everything.why())
-    return {
-        i: size(new) + swap * placeholders_in(new)
-        for i, (old, new) in enumerate(zip(messages, out, strict=True))
-        if new != old
-    }
+    shrink: dict[int, int] = {}
+    stated: dict[int, int] = {}
+    for i, (old, new) in enumerate(zip(messages, out, strict=True)):
+        if new == old:
+            continue
+        shrink[i] = size(old) - size(new) - swap * placeholders_in(new)
+        if new.get("role") == "tool":
+            stated[i] = shrink[i]
+            continue
+        stated[i] = -swap * placeholders_in(new)
+        for before, after in zip(old["tool_calls"], new["tool_calls"], strict=True):
+            fields = json.loads(before["function"]["arguments"])
+            elided = json.loads(after["function"]["arguments"])
+            stated[i] += sum(
+                len(fields[k]) - len(elided[k]) for k in fields if fields[k] != elided[k]
+            )
+    return shrink, stated
+
+
+def placeholder_sizes(messages: list[dict[str, Any]], policy: ReplayPolicy) -> dict[int, int]:
+    """The size of each large result's or input's message once elided under ``policy``."""
+    shrink, _ = savings(messages, policy)
+    return {i: size(messages[i]) - n for i, n in shrink.items()}
 
 
 def placeholders_in(message: dict[str, Any]) -> int:
@@ -67,8 +91,7 @@ def placeholders_in(message: dict[str, Any]) -> int:
 
 def cache_aware(messages: list[dict[str, Any]], policy: ReplayPolicy) -> set[int]:
     """The messages whose result the rule elides, decided request by request."""
-    short = placeholder_sizes(messages, policy)
-    saves = {i: size(messages[i]) - n for i, n in short.items()}
+    shrink, saves = savings(messages, policy)
     ends = request_ends(messages)
 
     def stale_now(end: int) -> set[int]:
@@ -90,7 +113,7 @@ def cache_aware(messages: list[dict[str, Any]], policy: ReplayPolicy) -> set[int
 
         def now(i: int, done: set[int]) -> int:
             """Size of message i in this request: smaller when its result is in ``done``."""
-            return size(messages[i]) - (saves[i] if i in done else 0)
+            return size(messages[i]) - (shrink[i] if i in done else 0)
 
         first = min(pending)
         # What the batch rewrites: its first changed message to the end, batch applied.
@@ -253,3 +276,49 @@ def test_each_eager_batch_starts_from_nothing() -> None:
     assert 3000 - short[4] == first - 1
     policy = replace(ReplayPolicy.seed(), min_savings=first)
     assert elided(messages, policy) == {2}
+
+
+def test_an_inputs_savings_count_as_its_placeholder_states_them() -> None:
+    # Found by hypothesis: the last request's batch clears the rule by 0.85 chars when an
+    # elided input's savings are counted as strings, as its placeholder states them (what a
+    # replay of the replay reads back), and misses it by 2 when the ten JSON escapes of the
+    # placeholder's quotes are taken off as well; the rule counts the stated figure.
+    def calls(*ids: str, text: str | None = None) -> dict[str, Any]:
+        message = oa_call(*[(i, "bash") for i in ids])
+        if text is not None:
+            big_input(message, text)
+        return message
+
+    def result(call_id: str, chars: int, error: bool = False) -> dict[str, Any]:
+        message = oa_result(call_id, [{"type": "text", "text": "x" * chars}])
+        return {**message, "is_error": True} if error else message
+
+    long = "w" * 2500
+    messages = with_ids(
+        [
+            user("question "),
+            user("<command-name>/clear</command-name>", meta=True),
+            calls("call_1", "call_2", text=long),
+            result("call_1", 1999, error=True),
+            result("call_2", 2000),
+            calls("call_3", "call_4", text=long),
+            result("call_3", 2000, error=True),
+            result("call_4", 2000),
+            assistant("answer "),
+            user("question "),
+            assistant("answer a"),
+            user("question a"),
+            calls("call_5", "call_6"),
+            result("call_5", 2500),
+            result("call_6", 2500),
+            assistant("answer aaaaaaa"),
+            user("question " + "a" * 15),
+            calls("call_7", "call_8", "call_9"),
+            *(result(f"call_{k}", 5, error=True) for k in (7, 8, 9)),
+            calls("call_10"),
+            result("call_10", 300, error=True),
+            assistant("answer "),
+        ]
+    )
+    policy = ReplayPolicy()
+    assert elided(messages, policy) == cache_aware(messages, policy) == {2, 4, 5, 6, 7, 13, 14}
