@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import mimetypes
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,8 +104,13 @@ def card_for(path: str | os.PathLike[str], *, name: str | None = None) -> Card:
         NotARegularFileError: ``path`` is a directory, FIFO, socket or device.
         FileUnreadableError: the file cannot be opened or read.
     """
-    with _open_regular(path) as (fd, size, absolute):
+    fd, size, absolute = _open_regular(path)
+    try:
         return _build(fd, size, absolute, name if name is not None else os.path.basename(absolute))
+    except OSError as exc:
+        raise _unreadable(absolute, exc) from None
+    finally:
+        os.close(fd)
 
 
 def card_for_descriptor(
@@ -135,17 +139,21 @@ def pdf_facts(path: str | os.PathLike[str]) -> PdfFacts:
 
     Raises the same path errors as `card_for`; problems inside the file become warnings.
     """
-    with _open_regular(path, resolve=False) as (fd, size, _):
+    fd, size, given = _open_regular(path, resolve=False)
+    try:
         return probe_pdf(fd, size)
+    except OSError as exc:
+        raise _unreadable(given, exc) from None
+    finally:
+        os.close(fd)
 
 
-@contextlib.contextmanager
-def _open_regular(
-    path: str | os.PathLike[str], *, resolve: bool = True
-) -> Iterator[tuple[int, int, str]]:
-    """The regular file at ``path``, open: (fd, size, absolute path). With ``resolve`` false
-    the name is opened as given (the kernel resolves it as realpath would) and resolved only
-    for a message: the caller never shows the path, and realpath is a stat per component."""
+def _open_regular(path: str | os.PathLike[str], *, resolve: bool = True) -> tuple[int, int, str]:
+    """The regular file at ``path``, opened: (fd, size, absolute path); the caller closes the
+    fd. With ``resolve`` false the name is opened as given (the kernel resolves it as realpath
+    would) and is what comes back, resolved only for a message: the caller never shows the
+    path, and realpath is a stat per component. Not a context manager: the PDF probe's
+    whole budget is a few hundred microseconds, and a generator's machinery is a share of it."""
     raw = os.fspath(path)
     if not isinstance(raw, str):
         raise TypeError(f"path must be str or os.PathLike[str], got {type(raw).__name__}")
@@ -185,12 +193,19 @@ def _open_regular(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             _require_regular(st, absolute())  # the path may have been swapped since the stat
-        yield fd, st.st_size, target
     except OSError as exc:
-        where = absolute()
-        raise FileUnreadableError(f"cannot read {where!r}: {exc.strerror}", path=where) from None
-    finally:
         os.close(fd)
+        raise _unreadable(raw, exc) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size, target
+
+
+def _unreadable(shown: str, exc: OSError) -> FileUnreadableError:
+    """The error for an OSError while reading the file opened as ``shown``."""
+    where = os.path.realpath(shown)
+    return FileUnreadableError(f"cannot read {where!r}: {exc.strerror}", path=where)
 
 
 def _require_regular(st: os.stat_result, path: str) -> None:

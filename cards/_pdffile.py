@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # Hostile-input limits. Messages quote the value and the limit.
-TAIL_BYTES = 1024  # where startxref normally is
+TAIL_BYTES = 32 * 1024  # startxref, and often the newest xref section and its trailer
 MAX_TAIL_BYTES = 64 * 1024  # writers that pad the end still fit
 MAX_XREF_SECTIONS = 1_000  # length of a /Prev chain
 MAX_OBJECT_BYTES = 4 * 1024 * 1024  # text of one indirect object
@@ -46,7 +46,10 @@ MAX_OBJECT_STREAMS = 2_000  # object streams opened during recovery
 _WINDOW = 4096
 _HEADER = re.compile(rb"%PDF-(\d\.\d)")
 _STARTXREF = re.compile(rb"startxref[ \t\r\n\f\x00]+(\d+)")
-_OBJ_HEADER = re.compile(rb"[ \t\n\r\f\x00]*(\d+)[ \t\n\r\f\x00]+(\d+)[ \t\n\r\f\x00]+obj")
+# With the whitespace after "obj": the parser then starts at the object itself.
+_OBJ_HEADER = re.compile(
+    rb"[ \t\n\r\f\x00]*(\d+)[ \t\n\r\f\x00]+(\d+)[ \t\n\r\f\x00]+obj[ \t\n\r\f\x00]*"
+)
 _SUBSECTION = re.compile(rb"[ \t\n\r\f\x00]*(\d+)[ \t]+(\d+)[ \t]*(?:\r\n|\r|\n)")
 _ENTRY = re.compile(rb"(\d{10})[ ](\d{5})[ ]([fn])")
 _SCAN_OBJ = re.compile(rb"(?<![0-9])(\d{1,10})[ \t\r\n\f\x00]+(\d{1,5})[ \t\r\n\f\x00]+obj\b")
@@ -109,11 +112,32 @@ class PdfFacts:
 
 
 class _File:
+    """The PDF open on ``fd``, read by offset.
+
+    Its tail, where startxref, the newest xref section and its trailer usually are, is read
+    once (`tail`); reads that start inside it are sliced from it. Each pread is a system call
+    made with the caches another library (or the caller) left cold, several microseconds in
+    a probe of a few hundred, and a tail of 32 KiB costs one of 1 KiB.
+    """
+
     def __init__(self, fd: int, size: int) -> None:
         self.fd = fd
         self.size = size
+        self._tail = b""
+        self._tail_at = size  # where the bytes held in _tail start
+
+    def tail(self, span: int) -> bytes:
+        """The last ``span`` bytes (all of a smaller file), kept for later reads."""
+        start = max(0, self.size - span)
+        if start < self._tail_at:
+            self._tail = os.pread(self.fd, self.size - start, start)
+            self._tail_at = start
+        return self._tail[start - self._tail_at :]
 
     def read(self, offset: int, length: int) -> bytes:
         if offset < 0 or offset >= self.size:
             raise Broken(f"offset {offset} is outside the file ({self.size} bytes)")
+        if offset >= self._tail_at:
+            at = offset - self._tail_at
+            return self._tail[at : at + length]
         return os.pread(self.fd, min(length, self.size - offset), offset)

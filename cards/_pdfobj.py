@@ -102,6 +102,7 @@ def is_int(value: object) -> TypeGuard[int]:
 
 
 _SKIP = re.compile(rb"(?:[ \t\n\r\f\x00]+|%[^\r\n]*)*")
+_GAP = b" \t\n\r\f\x00%"  # what a gap between tokens starts with
 _NUMBER = re.compile(rb"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 _REF_TAIL = re.compile(rb"[ \t\n\r\f\x00]+(\d+)[ \t\n\r\f\x00]+R(?![^ \t\n\r\f\x00()<>\[\]{}/%])")
 _NAME = re.compile(rb"/([^ \t\n\r\f\x00()<>\[\]{}/%]*)")
@@ -281,13 +282,23 @@ class Parser:
         return Incomplete(what)
 
     def skip_space(self) -> None:
-        match = _SKIP.match(self.buf, self.pos)
+        buf, pos = self.buf, self.pos
+        # No gap, or one whitespace byte before a token (the usual cases), without the regex.
+        if pos + 1 < len(buf) and buf[pos + 1] not in _GAP:
+            if buf[pos] not in _GAP:
+                return
+            if buf[pos] != 0x25:  # %
+                self.pos = pos + 1
+                return
+        match = _SKIP.match(buf, pos)
         assert match is not None  # the pattern matches the empty string
         self.pos = match.end()
 
     def parse(self, depth: int = 0) -> PdfObject:
         if depth > MAX_DEPTH:
             raise Broken(f"objects nested deeper than {MAX_DEPTH} levels")
+        if self.buf.startswith(b"<<", self.pos):  # an object's own dictionary, read at once
+            return self._dict(depth)
         fast = _FAST.match(self.buf, self.pos)
         if fast is not None and (self.at_eof or len(self.buf) - fast.end() >= _REF_LOOKAHEAD):
             kind = fast.lastindex

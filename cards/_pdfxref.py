@@ -9,6 +9,7 @@ from typing import Any, cast
 from ._pdffile import _ENTRY, _SUBSECTION, FREE, _File, _InStream, _Location
 from ._pdfobj import (
     Broken,
+    PdfObject,
     Stream,
     as_list,
     is_int,
@@ -84,6 +85,7 @@ class _TableSection:
         return None
 
 
+_EAGER_BYTES = 64 * 1024  # xref streams up to this size (decoded) are inflated whole
 _NUMPY_ROWS = 1024  # Up-predicted rows summed by NumPy past this many (4x faster there)
 
 
@@ -98,17 +100,24 @@ def _numpy() -> Any:
     return numpy
 
 
+def _ints_in(values: list[PdfObject], most: int | None = None) -> bool:
+    """True when every value is a PDF integer from 0 to ``most`` (no bound when None).
+
+    A loop, not all() over a generator: the probe runs with caches PDFium or the caller left
+    cold, where a generator's setup costs more than the three checks."""
+    for value in values:
+        if type(value) is not int or value < 0 or (most is not None and value > most):
+            return False  # type() is int: a PDF boolean (Python's bool) is not a number
+    return True
+
+
 class _StreamSection:
     """A cross-reference stream (PDF 1.5): binary rows, decoded one row at a time."""
 
     def __init__(self, file: _File, stream: Stream, offset: int) -> None:
         d = stream.dict
         widths = as_list(d.get("W"))
-        if (
-            not isinstance(widths, list)
-            or len(widths) != 3
-            or not all(is_int(w) and 0 <= w <= 8 for w in widths)
-        ):
+        if not isinstance(widths, list) or len(widths) != 3 or not _ints_in(widths, 8):
             raise Broken(f"xref stream at offset {offset} has an invalid /W {widths!r:.60}")
         self.widths = cast(list[int], widths)  # each checked to be an int in 0..8 above
         self.row = sum(self.widths)
@@ -116,11 +125,7 @@ class _StreamSection:
             raise Broken(f"xref stream at offset {offset} has empty rows")
         size = d.get("Size")
         raw_index = as_list(d.get("Index", [0, size]))
-        if (
-            raw_index is None
-            or len(raw_index) % 2
-            or not all(is_int(v) and v >= 0 for v in raw_index)
-        ):
+        if raw_index is None or len(raw_index) % 2 or not _ints_in(raw_index):
             raise Broken(f"xref stream at offset {offset} has an invalid /Index")
         index = cast(list[int], raw_index)  # checked to be non-negative ints just above
         self.ranges: list[tuple[int, int, int]] = []  # first, count, first row
@@ -132,6 +137,9 @@ class _StreamSection:
         self.offset = offset
         self.source = _stream_source(file, stream, keep_predictor=True)
         self.stride = self.row + (1 if self.source.predictor >= 10 else 0)
+        # A small stream is inflated whole at the first lookup: one inflate and one predictor
+        # pass instead of one per lookup that reaches further (with their copies).
+        self.eager = rows * self.stride if rows * self.stride <= _EAGER_BYTES else 0
         # Rows whose PNG predictors C has undone, from the first; None once C met a filter type
         # it does not know (Python's decoding, which starts later, then answers alone).
         self._undone: bytes | None = b"" if _predictor is not None else None
@@ -167,7 +175,7 @@ class _StreamSection:
 
     def _row(self, k: int) -> bytes:
         stride = self.stride
-        data = self.source.ensure((k + 1) * stride)
+        data = self.source.ensure(max((k + 1) * stride, self.eager))
         if len(data) < (k + 1) * stride:
             raise Broken(f"xref stream at offset {self.offset} ends before row {k}")
         if self.source.predictor < 10:

@@ -305,6 +305,14 @@ def test_startxref_at_an_object_that_is_not_an_xref_stream(tmp_path: Path) -> No
     assert "facts recovered by scanning object headers" in unusable
 
 
+def test_a_last_startxref_without_an_offset_leaves_the_one_before_it(tmp_path: Path) -> None:
+    # The probe takes the last "startxref" at once; one with no number after it (a stray
+    # keyword in a trailing comment) sends it back to the last one that has one.
+    data = pdfgen.pdf_bytes(3) + b"% startxref\n"
+    facts = pdf_facts(write(tmp_path, data))
+    assert (facts.pages, facts.warnings) == (3, [])
+
+
 @pytest.mark.parametrize(
     ("header", "entry", "version"),
     [

@@ -395,3 +395,40 @@ def test_a_read_outside_the_file_is_refused(tmp_path: Path, offset: int) -> None
         assert file.read(4, 10) == b"-"  # the last byte, at most what is left
     finally:
         os.close(file.fd)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=st.binary(min_size=1, max_size=300),
+    span=st.integers(0, 400),
+    reads=st.lists(st.tuples(st.integers(0, 299), st.integers(0, 400)), max_size=8),
+)
+def test_reads_inside_the_kept_tail_equal_the_file(
+    tmp_path: Path, data: bytes, span: int, reads: list[tuple[int, int]]
+) -> None:
+    file = _file_of(tmp_path, data)
+    try:
+        assert file.tail(span) == data[max(0, len(data) - span) :]
+        for offset, length in reads:
+            if offset < len(data):
+                assert file.read(offset, length) == data[offset : offset + length]
+        assert file.tail(span + 10) == data[max(0, len(data) - span - 10) :]  # a wider tail
+        assert file.tail(1) == data[-1:]  # a narrower one, from what is kept
+    finally:
+        os.close(file.fd)
+
+
+@pytest.mark.parametrize(("rows", "whole"), [(1000, True), (20_000, False)], ids=str)
+def test_a_small_xref_stream_is_inflated_whole_a_large_one_as_far_as_asked(
+    tmp_path: Path, rows: int, whole: bool
+) -> None:
+    # 4-byte rows (type 1, a 3-byte offset): 4 KB and 80 KB decoded, either side of 64 KiB.
+    raw = b"".join(b"\x01" + (k * 7).to_bytes(3, "big") for k in range(rows))
+    packed = zlib.compress(raw)
+    section = _xref_stream(tmp_path, b"/Size %d /W [1 3 0] /Filter /FlateDecode" % rows, packed)
+    assert section.lookup(1) == 7
+    assert section.source.done is whole
+    assert (len(section.source.data) == len(raw)) is whole
+    assert section.lookup(rows - 1) == (rows - 1) * 7  # the rest is there when asked for

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leanreplay.cards._pdfobj import (
+    _SKIP,
     MAX_DEPTH,
     Broken,
     Incomplete,
@@ -289,3 +290,19 @@ def test_a_long_plain_array_ends_at_its_own_bracket() -> None:
     assert value.raw == raw
     assert parser.pos == 4 + len(raw)
     assert parser.parse() == [2]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    buf=st.lists(st.sampled_from([b" ", b"\n", b"\r", b"\t", b"\x00", b"%", b"/", b"1", b"<"])).map(
+        b"".join
+    ),
+    pos=st.integers(0, 12),
+)
+def test_skip_space_stops_where_the_gap_pattern_ends(buf: bytes, pos: int) -> None:
+    # skip_space takes the common gaps (none, or one whitespace byte) without the regex.
+    parser = Parser(buf, pos)
+    parser.skip_space()
+    match = _SKIP.match(buf, pos)
+    assert match is not None
+    assert parser.pos == match.end()
