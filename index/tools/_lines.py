@@ -570,8 +570,12 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
     pieces: list[bytes] = []
     newlines = 0
     scanned = 0
+    # The first read sized to the lines asked for (as read_lines sizes its first), then
+    # growing to whole windows: the last 100 log lines are a few KiB, not 64.
+    want = min(_WINDOW, count * _LINE_GUESS + _FIRST_READ)
     while pos > 0 and newlines < count and scanned < MAX_TAIL_SCAN_BYTES:
-        step = min(_WINDOW, pos)
+        step = min(want, pos)
+        want = min(_WINDOW, want * 4)
         pos -= step
         chunk = os.pread(fd, step, pos)
         scanned += step

@@ -307,6 +307,22 @@ def test_tail_decodes_each_line_as_it_would_alone(
     assert forward["content"] == tail["content"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=0, max_value=1900), min_size=1, max_size=60),
+    count=st.integers(min_value=1, max_value=60),
+)
+def test_tail_of_lines_longer_than_the_first_read_guesses(
+    one_ws: Workspace, lengths: list[int], count: int
+) -> None:
+    # The first backward read is sized for count lines of ~160 bytes, later ones grow to
+    # 64 KiB: lines up to 1,900 bytes end in any read, and the tail is the same.
+    lines = [f"{i}:" + "y" * n for i, n in enumerate(lengths)]
+    (Path(one_ws.roots[0]) / "long.log").write_text("\n".join(lines) + "\n")
+    tail = one_ws.file_read("long.log", start_line=-count)
+    assert [row.split("\t", 1)[1] for row in tail["content"].split("\n")] == lines[-count:]
+
+
 def test_tail_is_numbered_exactly_once_the_index_knows_the_total(ws: Workspace) -> None:
     lines = [f"line {i} " + "." * 190 for i in range(1, 3001)]  # 600 KB: several blocks
     name = write(ws, "log.txt", ("\n".join(lines) + "\n").encode())
