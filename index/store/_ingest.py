@@ -17,6 +17,7 @@ from .._errors import (
     WorkspaceError,
 )
 from ._attachments import AttachmentSaver
+from ._gcpause import gc_paused
 from ._importers import LOG_SUFFIXES, NotALogError, check_log_format, load_log
 from ._protocol import StoreProtocol
 from ._store import check_id
@@ -284,7 +285,8 @@ def ingest_paths(
         )
     reports = []
     statuses: dict[str, list[str]] = {}  # per folder given, what its files did
-    with store.batch():  # one disk sync for the whole import, at its end
+    # One disk sync for the whole import, at its end; no collector walks over its messages.
+    with store.batch(), gc_paused():
         for done, (path, folder, problem) in enumerate(files):
             if progress is not None:
                 progress(done, len(files), path)
