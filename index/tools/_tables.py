@@ -677,8 +677,10 @@ def _table_connection(
         if copy is not None:
             try:
                 con, paths = stack.enter_context(copy_cursor(copy, scratch))
-            except duckdb.Error:
-                copy = None  # an unreadable copy: the file itself still answers
+            except (duckdb.Error, OSError):
+                # An unreadable copy, or one removed since it was found: the file itself
+                # still answers.
+                copy = None
             else:
                 yield con, paths, copy
                 return
@@ -752,6 +754,9 @@ def query_table(
             ) from None
         finally:
             timer.cancel()
+            # A timer that fired as the query ended is still interrupting: let it finish
+            # before the cursor closes (and a kept-open copy serves another query).
+            timer.join()
     if big and copy is None:
         # After the answer is computed, so the copy never slows this query down.
         build_copy(source, reader, key, cache_dir, scratch)

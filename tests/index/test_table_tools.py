@@ -406,6 +406,23 @@ def test_copies_in_use_stay_open_and_each_path_opens_once(ws: Workspace) -> None
     assert not _duck._open_copies
 
 
+def test_a_copy_removed_after_it_was_found_is_read_around(tmp_path: Path) -> None:
+    # copy_path saw the copy; it is gone (a cache cleanup) before the query opens it: the
+    # file is read in place, as before the copy was built, not a FileNotFoundError.
+    table = tmp_path / "t.csv"
+    table.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(7)))
+    gone = tmp_path / "gone.duckdb"
+    with _tables._table_connection(str(table), str(gone), str(tmp_path / "scratch")) as (
+        con,
+        paths,
+        copy,
+    ):
+        assert copy is None
+        assert paths == [str(table)]
+        read = f"SELECT count(*) FROM read_csv({_duck.literal(paths[0])})"
+        assert con.execute(read).fetchall() == [(7,)]
+
+
 @pytest.mark.usefixtures("copies")
 def test_threads_query_two_copies_at_once(ws: Workspace) -> None:
     # An MCP server answers calls on threads: queries of two tables, each with its copy,
