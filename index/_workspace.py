@@ -277,6 +277,10 @@ class Workspace:
         gives the conversation ids; ``report.files`` says per file whether it was imported,
         appended, unchanged, refused (with the reason) or skipped (in a folder, no log format).
 
+        Python's cyclic garbage collector is paused while it runs (for the whole process: a
+        log's messages hold no cycles, and walking a million of them cost a third of the
+        import); it is back on after, if it was on before.
+
         Args:
             conversation_id: store the one conversation of the one file under this id.
             errors: ``"raise"`` (default): after trying every file, raise if any was refused

@@ -17,21 +17,20 @@ store's insertion order, so an index built with any number of threads answers th
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 import tantivy
 
 from .._errors import BusyError
+from .._gcpause import gc_paused
 from .._locks import file_lock
 from ..store._protocol import StoreProtocol
 from ..store._store import StoredMessage
@@ -56,20 +55,6 @@ _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # t
 CATCH_UP_WAIT_S = 600.0  # how long a search waits for another process's catch-up
 _fast_decode: Callable[[str], Any] = msgspec.json.Decoder().decode
 _SURROGATE = re.compile("[\ud800-\udfff]")  # indexed as U+FFFD (the store keeps them exact)
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while a batch is indexed: the batch makes no cycles
-    (its tuples and dicts are freed by reference counting), and a million of them would
-    trigger collections that walk every object the process holds."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _schema() -> Any:
@@ -147,7 +132,7 @@ class MessageIndex:
         rows = self.store.bodies_after(after_rowid=last, limit=_FETCH)
         document = tantivy.Document
         while rows:
-            with self.index.writer() as writer, _no_cycle_collection():
+            with self.index.writer() as writer, gc_paused():
                 if replace:
                     writer.delete_documents_by_query(  # by term, a u64 deletes nothing
                         tantivy.Query.range_query(

@@ -20,6 +20,7 @@ from typing import Any
 from leanreplay.cards import card_for
 
 from .._errors import home_error
+from .._gcpause import collect_young
 
 __all__ = [
     "MAX_ATTACHMENT_BYTES",
@@ -169,5 +170,8 @@ class AttachmentSaver:
                 raise home_error("an inline attachment into the home", exc) from None
             if saved is not None:
                 out.append((block, *saved))
+            # Its card may leave parser cycles behind (defusedxml's iterparse does, ~190 KB an
+            # xlsx), which an import's paused collector would keep until the import ends.
+            collect_young()
         self._done[id(message)] = (message, out)
         return out

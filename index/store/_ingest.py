@@ -16,8 +16,8 @@ from .._errors import (
     InvalidArgumentError,
     WorkspaceError,
 )
+from .._gcpause import gc_paused
 from ._attachments import AttachmentSaver
-from ._gcpause import gc_paused
 from ._importers import LOG_SUFFIXES, NotALogError, check_log_format, load_log
 from ._protocol import StoreProtocol
 from ._store import check_id
