@@ -574,7 +574,7 @@ def tail_lines(index: LineIndex, count: int) -> dict[str, Any]:
     # growing to whole windows: the last 100 log lines are a few KiB, not 64.
     want = min(_WINDOW, count * _LINE_GUESS + _FIRST_READ)
     while pos > 0 and newlines < count and scanned < MAX_TAIL_SCAN_BYTES:
-        step = min(want, pos)
+        step = min(want, pos, MAX_TAIL_SCAN_BYTES - scanned)  # never past the cap
         want = min(_WINDOW, want * 4)
         pos -= step
         chunk = os.pread(fd, step, pos)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import magic
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from leanreplay.index import InvalidArgumentError, Workspace, WrongFileTypeError
@@ -16,6 +16,7 @@ from leanreplay.index.tools._lines import (
     BLOCK,
     MAX_LINE_CHARS,
     MAX_READ_LINES,
+    MAX_TAIL_SCAN_BYTES,
     LineIndex,
 )
 from leanreplay.index.tools._paths import open_confined
@@ -318,9 +319,23 @@ def test_tail_of_lines_longer_than_the_first_read_guesses(
     # The first backward read is sized for count lines of ~160 bytes, later ones grow to
     # 64 KiB: lines up to 1,900 bytes end in any read, and the tail is the same.
     lines = [f"{i}:" + "y" * n for i, n in enumerate(lengths)]
+    # Within the answer's budget (a longer answer is cut, and says so elsewhere).
+    assume(sum(len(line) + 6 for line in lines[-count:]) < MAX_ANSWER_CHARS - 2_000)
     (Path(one_ws.roots[0]) / "long.log").write_text("\n".join(lines) + "\n")
     tail = one_ws.file_read("long.log", start_line=-count)
     assert [row.split("\t", 1)[1] for row in tail["content"].split("\n")] == lines[-count:]
+
+
+def test_tail_reads_back_no_further_than_its_cap(ws: Workspace) -> None:
+    # One 20 MiB line of 8-digit offsets/8: the tail shows the line from exactly
+    # MAX_TAIL_SCAN_BYTES before its end (the reads' sizes grow, the last one is cut to the
+    # cap), and says it was cut there.
+    data = b"".join(b"%08d" % i for i in range(20 * 1024 * 1024 // 8)) + b"\n"
+    name = write(ws, "one.log", data)
+    tail = ws.file_read(name, start_line=-3)
+    start = len(data) - 1 - MAX_TAIL_SCAN_BYTES
+    assert tail["content"].split("\t", 1)[1][:80] == data[start : start + 80].decode()
+    assert f"read the last {MAX_TAIL_SCAN_BYTES:,} bytes only" in tail["notes"][0]
 
 
 def test_tail_is_numbered_exactly_once_the_index_knows_the_total(ws: Workspace) -> None:
