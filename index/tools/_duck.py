@@ -31,13 +31,13 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .._errors import InvalidArgumentError
+from . import _scratch
 from ._paths import OpenFile, fingerprint
 
 __all__ = [
@@ -111,8 +111,7 @@ def connect(files: Sequence[OpenFile | str], scratch_root: str) -> Iterator[tupl
     cache paths); yields it and the paths that name ``files`` in SQL."""
     import duckdb
 
-    os.makedirs(scratch_root, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="q-", dir=scratch_root)
+    scratch = _scratch.make(scratch_root, "q")
     try:
         with contextlib.ExitStack() as stack:
             paths = [
@@ -149,8 +148,7 @@ class _OpenCopy:
     def __init__(self, path: str, scratch_root: str, stamp: tuple[int, int]) -> None:
         import duckdb
 
-        os.makedirs(scratch_root, exist_ok=True)
-        self.scratch = tempfile.mkdtemp(prefix="copy-q-", dir=scratch_root)
+        self.scratch = _scratch.make(scratch_root, "copy-q")
         self.stamp = stamp
         self.users = 0
         try:
@@ -403,6 +401,7 @@ def build_copy(
         if target in _builds or os.path.exists(target):
             return
         os.makedirs(cache_dir, exist_ok=True)
+        _scratch.sweep(cache_dir)  # unfinished databases of builders that were killed
         claim = target + ".building"
         if not _claim(claim):
             return  # another process builds it
@@ -427,7 +426,7 @@ def _claim(claim: str) -> bool:
                     pid = int(held.read().strip() or 0)
             except (OSError, ValueError):
                 pid = 0
-            if pid > 0 and _alive(pid):
+            if pid > 0 and _scratch.alive(pid):
                 return False
             with contextlib.suppress(OSError):
                 os.unlink(claim)
@@ -437,21 +436,10 @@ def _claim(claim: str) -> bool:
     return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _start(source: OpenFile | str, reader: str, target: str, claim: str, scratch_root: str) -> int:
     """Spawn the builder (a process of its own session, not waited for: it outlives a CLI
     call that asked for it) and return its pid."""
-    os.makedirs(scratch_root, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="copy-", dir=scratch_root)  # the builder removes it
+    scratch = _scratch.make(scratch_root, "copy")  # the builder takes it over and removes it
     config = json.dumps(settings(scratch, threads=COPY_THREADS, memory=COPY_MEMORY))
     inherited = -1
     try:

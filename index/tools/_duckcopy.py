@@ -8,7 +8,9 @@ its folders all in ``scratch``, which is removed at the end). The source is read
 same confinement as a query (that one file, external access off, configuration locked).
 ``stamp`` is the file's size and times when the build was asked for; a file that changed
 meanwhile gets no copy. The claim file is removed at the end, whatever happened. Imports
-nothing from the package, only DuckDB.
+nothing from the package but its sibling `_scratch` (the standard library only), and DuckDB.
+The scratch folder, made by the process that asked for the copy, is renamed after this
+process first, so that a sweep judges it by the builder's life, not the asker's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import shutil
 import signal
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the folder out
+import _scratch  # type: ignore[import-not-found]  # the sibling module, by path
+
 
 def _stamp(path: str) -> str:
     st = os.stat(path)
@@ -29,7 +34,7 @@ def _stamp(path: str) -> str:
 def build(source: str, reader: str, target: str, scratch: str, config: str, stamp: str) -> None:
     import duckdb
 
-    tmp = f"{target}.{os.getpid()}.tmp"
+    tmp = _scratch.tmp_database(target)
     try:
         con = duckdb.connect(tmp, config=json.loads(config))
         try:
@@ -63,9 +68,23 @@ def lowest_priority() -> None:
         group.write("19")
 
 
+def take_over(scratch: str, config: str) -> tuple[str, str]:
+    """Rename the scratch folder after this process (its random suffix kept) and point
+    the configuration there; a folder already swept (the asker was gone) is made anew."""
+    head, name = os.path.split(scratch)
+    mine = os.path.join(head, f"copy-{_scratch.owner()}-{name.rsplit('-', 1)[-1]}")
+    try:
+        os.rename(scratch, mine)
+    except FileNotFoundError:
+        os.makedirs(mine)
+    settings = {k: mine if v == scratch else v for k, v in json.loads(config).items()}
+    return mine, json.dumps(settings)
+
+
 def main() -> None:
     source, reader, target, claim, scratch, config, stamp = sys.argv[1:8]
     lowest_priority()
+    scratch, config = take_over(scratch, config)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the finally blocks
     try:
         build(source, reader, target, scratch, config, stamp)
