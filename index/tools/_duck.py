@@ -111,6 +111,7 @@ def connect(files: Sequence[OpenFile | str], scratch_root: str) -> Iterator[tupl
     cache paths); yields it and the paths that name ``files`` in SQL."""
     import duckdb
 
+    _scratch.sweep(scratch_root)  # what killed processes left
     scratch = _scratch.make(scratch_root, "q")
     try:
         with contextlib.ExitStack() as stack:
@@ -187,6 +188,7 @@ def copy_cursor(copy: str, scratch_root: str) -> Iterator[tuple[Any, list[str]]]
     old one. Raises DuckDB's error when the copy does not open."""
     st = os.stat(copy)
     stamp = (st.st_ino, st.st_mtime_ns)
+    _scratch.sweep(scratch_root)  # outside the lock: it may remove gigabytes
     with _open_copies_lock:
         entry = _open_copies.pop(copy, None)
         if entry is not None and entry.stamp != stamp and not entry.users:
@@ -401,7 +403,6 @@ def build_copy(
         if target in _builds or os.path.exists(target):
             return
         os.makedirs(cache_dir, exist_ok=True)
-        _scratch.sweep(cache_dir)  # unfinished databases of builders that were killed
         claim = target + ".building"
         if not _claim(claim):
             return  # another process builds it

@@ -83,10 +83,10 @@ def take_over(scratch: str, config: str) -> tuple[str, str]:
 
 def main() -> None:
     source, reader, target, claim, scratch, config, stamp = sys.argv[1:8]
-    lowest_priority()
-    scratch, config = take_over(scratch, config)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the finally blocks
     try:
+        scratch, config = take_over(scratch, config)  # first: the asker may be gone
+        lowest_priority()
         build(source, reader, target, scratch, config, stamp)
     finally:
         with contextlib.suppress(FileNotFoundError):

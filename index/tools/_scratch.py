@@ -3,15 +3,19 @@ process that owns them, so a later process removes what a killed one left behind
 
 A query's connection spills to a folder of its own (up to `MAX_SPILL`, 4 GB) and removes it
 when it is done; the copy builder writes its database beside the finished copy's name and
-renames it into place. A process killed meanwhile (SIGKILL, the OOM killer, a power cut)
-leaves them on disk for good. Each is named ``<kind>-<host>-<pid>-...`` (a database
-``<copy>.<host>-<pid>.tmp``, and its ``.wal``); `sweep` removes those of this host whose
-process is gone. A process of another host (a home on a shared disk) is never judged by its
-pid here.
+renames it into place. A process killed meanwhile (SIGKILL, the OOM killer) leaves them on
+disk for good. Each is named ``<kind>-<space>-<pid>-...`` (a database
+``<copy>.<space>-<pid>.tmp``, and its ``.wal``), where ``space`` is 12 hex digits of the
+host's name and the pid namespace's identity: the pids that mean the same process. `sweep`
+removes those of this space whose process is gone. A name of another space (another host, a
+container sharing the home, a namespace since gone) is never judged by its pid: at worst it
+stays.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 import shutil
@@ -24,31 +28,46 @@ __all__ = ["KINDS", "alive", "make", "owner", "sweep", "tmp_database"]
 
 KINDS = ("q", "copy-q", "copy")  # a query's connection, a copy's open database, the builder
 SWEEP_EVERY_S = 60.0  # a folder is swept at most this often by one process
+_MAX_PID = 1 << 22  # Linux's highest pid_max
+_NAME = re.compile(r"(?P<kind>copy-q|copy|q)-(?P<space>[0-9a-f]{12})-(?P<pid>[0-9]{1,7})-[^-]+")
+_DATABASE = re.compile(r".+\.duckdb\.(?P<space>[0-9a-f]{12})-(?P<pid>[0-9]{1,7})\.tmp(?:\.wal)?")
 _swept: dict[str, float] = {}
 _swept_lock = threading.Lock()
 
 
+@functools.cache
+def _space_of(host: str, namespace: str) -> str:
+    return hashlib.sha256(f"{host}\0{namespace}".encode()).hexdigest()[:12]
+
+
+def space() -> str:
+    """Where this process's pid means this process: its host and pid namespace."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:  # not Linux: the host alone
+        namespace = ""
+    return _space_of(socket.gethostname(), namespace)
+
+
 def owner() -> str:
-    """``<host>-<pid>`` of this process (read at each call: a fork has its own pid)."""
-    return f"{socket.gethostname()}-{os.getpid()}"
+    """``<space>-<pid>`` of this process (read at each call: a fork has its own pid)."""
+    return f"{space()}-{os.getpid()}"
 
 
 def alive(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host (one of another user's counts)."""
+    """Whether a process ``pid`` runs here (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
     return True
 
 
 def make(root: str, kind: str) -> str:
-    """A new scratch folder of ``kind`` under ``root``, owned by this process; what killed
-    processes left under ``root`` is swept first."""
+    """A new scratch folder of ``kind`` under ``root``, owned by this process."""
     os.makedirs(root, exist_ok=True)
-    sweep(root)
     return tempfile.mkdtemp(prefix=f"{kind}-{owner()}-", dir=root)
 
 
@@ -57,40 +76,35 @@ def tmp_database(target: str) -> str:
     return f"{target}.{owner()}.tmp"
 
 
-def _dead_pid(rest: str) -> bool:
-    """``rest`` starts with a pid of this host and that process is gone."""
-    pid, _, _ = rest.partition("-")
-    return pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid))
-
-
 def sweep(folder: str, *, force: bool = False) -> list[str]:
-    """Remove the scratch folders and unfinished databases in ``folder`` whose process (of
-    this host) is gone; returns their names. At most once a `SWEEP_EVERY_S` per folder
-    unless ``force``."""
+    """Remove the scratch folders and unfinished databases in ``folder`` whose process (in
+    this space) is gone; returns their names. At most once a `SWEEP_EVERY_S` per folder
+    unless ``force``. Called outside any lock: removing gigabytes takes a while."""
     now = time.monotonic()
     with _swept_lock:
         if not force and now - _swept.get(folder, -SWEEP_EVERY_S) < SWEEP_EVERY_S:
             return []
         _swept[folder] = now
-    host = socket.gethostname()
-    database = re.compile(rf"\.duckdb\.{re.escape(host)}-(\d+)\.tmp(?:\.wal)?")
-    removed = []
+    here, me = space(), os.getpid()
     try:
         names = os.listdir(folder)
     except OSError:
         return []
+    removed = []
     for name in names:
-        path = os.path.join(folder, name)
-        kind = next((k for k in KINDS if name.startswith(f"{k}-{host}-")), None)
-        if kind is not None and _dead_pid(name[len(f"{kind}-{host}-") :]):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(name)
+        found = _NAME.fullmatch(name) or _DATABASE.fullmatch(name)
+        if found is None or found["space"] != here:
             continue
-        found = database.search(name)
-        if found is not None and name.endswith(found.group(0)) and _dead_pid(found.group(1)):
+        pid = int(found["pid"])
+        if pid == me or pid >= _MAX_PID or alive(pid):
+            continue
+        path = os.path.join(folder, name)
+        if found.re is _NAME:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
             try:
                 os.unlink(path)
             except OSError:
                 continue
-            removed.append(name)
+        removed.append(name)
     return removed

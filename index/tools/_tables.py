@@ -30,6 +30,7 @@ from leanreplay.cards import csv_cells, hide_lone_crs, xlsx_extent
 
 from .._errors import InvalidArgumentError, WrongFileTypeError
 from .._limits import MAX_ANSWER_CHARS
+from . import _scratch
 from ._duck import (
     COPY_MIN_BYTES,
     build_copy,
@@ -710,6 +711,7 @@ def query_table(
         source, sheet = sheet_csv(table, sheet, cache_dir)
     text = table.format != "parquet"
     scratch = os.path.join(cache_dir, "scratch")
+    _scratch.sweep(cache_dir)  # unfinished copies of builders that were killed
     key = cache_key(source) if text else ""
     size = source.size if isinstance(source, OpenFile) else os.path.getsize(source)
     big = text and size >= COPY_MIN_BYTES

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -46,7 +45,7 @@ def test_a_query_killed_mid_run_leaves_its_scratch_and_the_next_query_removes_it
     query = subprocess.Popen(
         [sys.executable, "-c", _SLOW_QUERY, str(home), str(root)], cwd=str(REPO)
     )
-    mine = f"q-{socket.gethostname()}-{query.pid}-"
+    mine = f"q-{_scratch.space()}-{query.pid}-"
     deadline = time.monotonic() + 60
     while not (scratch.is_dir() and any(p.name.startswith(mine) for p in scratch.iterdir())):
         assert query.poll() is None, "the query ended before it could be killed"
@@ -61,27 +60,32 @@ def test_a_query_killed_mid_run_leaves_its_scratch_and_the_next_query_removes_it
     assert [p.name for p in scratch.iterdir()] == []  # its own removed as well
 
 
-def test_the_sweep_removes_only_what_dead_processes_of_this_host_own(tmp_path: Path) -> None:
-    host, dead = socket.gethostname(), _dead_pid()
+def test_the_sweep_removes_only_what_dead_processes_of_this_space_own(tmp_path: Path) -> None:
+    here, dead = _scratch.space(), _dead_pid()
+    elsewhere = "0123456789ab" if here != "0123456789ab" else "ba9876543210"
     live = subprocess.Popen(["sleep", "30"])
     try:
         names = {
-            "dead query": f"q-{host}-{dead}-abc123",
-            "dead open copy": f"copy-q-{host}-{dead}-abc123",
-            "dead builder": f"copy-{host}-{dead}-abc123",
-            "live query": f"q-{host}-{live.pid}-abc123",
-            "this process": f"q-{host}-{os.getpid()}-abc123",
-            "other host": f"q-{host}x-{dead}-abc123",
-            "not ours": f"q-{dead}-abc123",
+            "dead query": f"q-{here}-{dead}-abc123",
+            "dead open copy": f"copy-q-{here}-{dead}-abc123",
+            "dead builder": f"copy-{here}-{dead}-abc123",
+            "live query": f"q-{here}-{live.pid}-abc123",
+            "this process": f"q-{here}-{os.getpid()}-abc123",
+            "another space": f"q-{elsewhere}-{dead}-abc123",
+            "an older version's": f"copy-{dead}abc",
+            "a huge pid": f"q-{here}-9999999-abc123",
         }
         for name in names.values():
             (tmp_path / name).mkdir()
             (tmp_path / name / "spill.tmp").write_bytes(b"x" * 100)
         databases = {
-            "dead database": f"k-v2.duckdb.{host}-{dead}.tmp",
-            "its log": f"k-v2.duckdb.{host}-{dead}.tmp.wal",
-            "live database": f"k-v2.duckdb.{host}-{live.pid}.tmp",
+            "dead database": f"k-v2.duckdb.{here}-{dead}.tmp",
+            "its log": f"k-v2.duckdb.{here}-{dead}.tmp.wal",
+            "live database": f"k-v2.duckdb.{here}-{live.pid}.tmp",
+            "another space's database": f"k-v2.duckdb.{elsewhere}-{dead}.tmp",
+            "an older version's database": f"k-v2.duckdb.{dead}.tmp",
             "finished copy": "k-v2.duckdb",
+            "its claim": "k-v2.duckdb.building",
         }
         for name in databases.values():
             (tmp_path / name).write_bytes(b"d")
@@ -99,6 +103,24 @@ def test_the_sweep_removes_only_what_dead_processes_of_this_host_own(tmp_path: P
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_process_in_another_pid_namespace_names_another_space(tmp_path: Path) -> None:
+    # A container sharing the home and the host's name (host networking): its pids mean
+    # other processes, so its folders carry another space and no sweep here judges them.
+    tools = os.path.dirname(_scratch.__file__)
+    child = "import sys; sys.path.insert(0, sys.argv[1]); import _scratch; print(_scratch.owner())"
+    out = subprocess.run(
+        ["unshare", "-Urpf", "--mount-proc", sys.executable, "-I", "-c", child, tools],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    space, pid = out.stdout.strip().split("-")
+    assert space != _scratch.space()
+    assert int(pid) == 1  # the first process of its namespace
+    (tmp_path / f"q-{space}-{pid}-abc123").mkdir()
+    assert _scratch.sweep(str(tmp_path), force=True) == []
 
 
 def test_the_builder_takes_over_its_scratch_folder_under_its_own_name(tmp_path: Path) -> None:
