@@ -338,3 +338,27 @@ def test_another_threads_writes_sync_during_a_batch(tmp_path: Path) -> None:
         thread.join()
     assert modes == [1, 2]  # this thread's commit deferred the sync, the other's did not
     assert _synchronous(ws) == 2
+
+
+def test_a_batch_longer_than_an_insert_slice_is_stored_whole_or_not_at_all(
+    tmp_path: Path,
+) -> None:
+    # _insert builds and inserts its rows a slice at a time; the ids and order are those of
+    # one statement, and a reused id in a later slice refuses the whole batch.
+    from leanreplay.index.store._store import _INSERT_ROWS
+
+    count = _INSERT_ROWS + 5
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}
+        for i in range(count)
+    ]
+    with Workspace(tmp_path / "home", auto_fold=False) as ws:
+        ids = ws.extend("long", messages)
+        assert ids == [f"m{i}" for i in range(1, count + 1)]
+        stored = ws.messages("long")
+        assert [m["content"] for m in stored] == [m["content"] for m in messages]
+        late = [*messages[:3], *({**m, "id": f"x{i}"} for i, m in enumerate(messages[3:]))]
+        late[-1] = {**late[-1], "id": "x0"}  # the id of the fourth, in the last slice
+        with pytest.raises(InvalidArgumentError, match="'x0' already exists"):
+            ws.extend("other", late)
+        assert "other" not in ws.conversations()
