@@ -1,7 +1,7 @@
 """DuckDB's scratch folders and the copy builder's unfinished databases, named after the
 process that owns them, so a later process removes what a killed one left behind.
 
-A query's connection spills to a folder of its own (up to `MAX_SPILL`, 4 GB) and removes it
+A query's connection spills to a folder of its own (up to 4 GB, `_duck`'s limit) and removes it
 when it is done; the copy builder writes its database beside the finished copy's name and
 renames it into place. A process killed meanwhile (SIGKILL, the OOM killer) leaves them on
 disk for good. Each is named ``<kind>-<space>-<pid>-...`` (a database
