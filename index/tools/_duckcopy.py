@@ -72,7 +72,7 @@ def take_over(scratch: str, config: str) -> tuple[str, str]:
     """Rename the scratch folder after this process (its random suffix kept) and point
     the configuration there; a folder already swept (the asker was gone) is made anew."""
     head, name = os.path.split(scratch)
-    mine = os.path.join(head, f"copy-{_scratch.owner()}-{name.rsplit('-', 1)[-1]}")
+    mine = os.path.join(head, _scratch.prefix("copy") + name.rsplit("-", 1)[-1])
     try:
         os.rename(scratch, mine)
     except FileNotFoundError:

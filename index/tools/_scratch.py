@@ -24,12 +24,15 @@ import tempfile
 import threading
 import time
 
-__all__ = ["KINDS", "alive", "make", "owner", "sweep", "tmp_database"]
+__all__ = ["KINDS", "alive", "make", "owner", "prefix", "sweep", "tmp_database"]
 
 KINDS = ("q", "copy-q", "copy")  # a query's connection, a copy's open database, the builder
 SWEEP_EVERY_S = 60.0  # a folder is swept at most this often by one process
 _MAX_PID = 1 << 22  # Linux's highest pid_max
-_NAME = re.compile(r"(?P<kind>copy-q|copy|q)-(?P<space>[0-9a-f]{12})-(?P<pid>[0-9]{1,7})-[^-]+")
+_NAME = re.compile(
+    rf"(?P<kind>{'|'.join(sorted(KINDS, key=len, reverse=True))})"  # copy-q before copy
+    r"-(?P<space>[0-9a-f]{12})-(?P<pid>[0-9]{1,7})-[^-]+"
+)
 _DATABASE = re.compile(r".+\.duckdb\.(?P<space>[0-9a-f]{12})-(?P<pid>[0-9]{1,7})\.tmp(?:\.wal)?")
 _swept: dict[str, float] = {}
 _swept_lock = threading.Lock()
@@ -65,10 +68,15 @@ def alive(pid: int) -> bool:
     return True
 
 
+def prefix(kind: str) -> str:
+    """What the names of this process's scratch folders of ``kind`` start with."""
+    return f"{kind}-{owner()}-"
+
+
 def make(root: str, kind: str) -> str:
     """A new scratch folder of ``kind`` under ``root``, owned by this process."""
     os.makedirs(root, exist_ok=True)
-    return tempfile.mkdtemp(prefix=f"{kind}-{owner()}-", dir=root)
+    return tempfile.mkdtemp(prefix=prefix(kind), dir=root)
 
 
 def tmp_database(target: str) -> str:
